@@ -1,0 +1,109 @@
+// Capture the stack of another thread of this process: a signal carries a request cookie to the
+// target, the handler captures into a pre-allocated slot, the requester waits with a deadline.
+//
+// Handler-side rules: no malloc, no locks, only async-signal-safe calls, errno saved and restored.
+// A late handler (its request abandoned) only touches static memory and loses a generation check.
+#ifndef SW_CAPTURE_H
+#define SW_CAPTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "sw_threads.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Most frames one captured stack holds.
+#define SW_MAX_FRAMES 256
+
+/// Which unwinder produced a stack.
+typedef enum sw_unwinder {
+    /// Frame-pointer walk in the handler; every link checked against the thread's stack bounds.
+    SW_UNWIND_FRAME_POINTER = 0,
+    /// libunwind (DWARF CFI), run *outside* the handler on registers and a stack copy taken by it,
+    /// with a lock-free module lookup (_dl_find_object): never takes the loader lock.
+    SW_UNWIND_LIBUNWIND = 1,
+    /// No signal: a checked frame-record scan from the SP/PC the kernel reports for a thread
+    /// blocked in a system call.
+    SW_UNWIND_SYSCALL_SCAN = 2,
+} sw_unwinder_t;
+
+/// One captured stack. frames[0] is the interrupted PC; the rest are return addresses.
+typedef struct sw_stack {
+    uint64_t frames[SW_MAX_FRAMES];
+    uint32_t count;
+    uint8_t unwinder;        ///< sw_unwinder_t
+    uint8_t truncated;       ///< 1 when the walk stopped at max_frames, a bad link or the copy's end
+    uint8_t stack_known;     ///< 1 when the thread's stack bounds were known (else PC only)
+    uint8_t reserved;
+    int32_t tid;
+    uint64_t sp;             ///< interrupted stack pointer
+    uint64_t handler_ns;     ///< time the handler spent capturing (thread CPU clock), 0 if not measured
+    uint64_t latency_ns;     ///< request sent -> answer seen by the requester (monotonic)
+} sw_stack_t;
+
+/// Error codes (negative return values). Other negative values are -errno.
+enum {
+    SW_ERR_NOT_INSTALLED = -10001,  ///< sw_sampler_install has not succeeded
+    SW_ERR_THREAD_GONE = -10002,    ///< the thread does not exist (exited)
+    SW_ERR_SIGNAL_BLOCKED = -10003, ///< the thread blocks the sampling signal
+    SW_ERR_TIMED_OUT = -10004,      ///< no answer before the deadline
+    SW_ERR_SIGNAL_IN_USE = -10005,  ///< another handler owns the signal and chaining was refused
+    SW_ERR_BUSY = -10006,           ///< no free request slot (abandoned requests still running)
+    SW_ERR_SELF = -10007,           ///< the caller asked to capture its own thread by signal
+    SW_ERR_INVALID = -10008,        ///< bad argument
+    SW_ERR_NOT_BLOCKED = -10009,    ///< sw_capture_blocked: the thread is not blocked in a syscall
+};
+
+/// Installs the sampling handler on `signo` (SIGPROF reaches libdispatch threads; see FACTS).
+/// An existing handler is kept and chained to for every signal that is not ours, unless
+/// `allow_chain` is 0, in which case an existing handler makes this fail with SW_ERR_SIGNAL_IN_USE.
+/// Also primes libunwind and builds the memory-map table, outside any handler.
+/// Idempotent for the same signal; -EBUSY for a different signal once installed. The handler stays
+/// installed for the life of the process so that a late signal never meets the default action.
+int sw_sampler_install(int signo, int allow_chain);
+
+/// The signal installed, or 0.
+int sw_sampler_signal(void);
+
+/// Re-reads /proc/self/maps (thread stacks, executable ranges). Call when threads or libraries change;
+/// sw_capture does it by itself when a target's stack pointer falls outside every known stack.
+int sw_maps_refresh(void);
+
+/// Captures the stack of thread `tid` (not the caller) with `unwinder`, waiting at most `timeout_ns`.
+/// Returns 0 or a negative SW_ERR_* / -errno. Safe to call from several threads at once.
+int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t timeout_ns,
+               sw_stack_t *out);
+
+/// Held-still snapshot: signals every thread in `tids`, each captures and then parks in its handler
+/// until sw_snapshot_release or until `park_ns` passes (its own bound, so a dead requester never
+/// leaves threads stuck). results[i] receives 0 or a negative error per thread. Returns the number
+/// of threads held, or a negative error. One snapshot at a time (others get SW_ERR_BUSY).
+int sw_snapshot_hold(const int32_t *tids, size_t n, sw_unwinder_t unwinder, uint32_t max_frames,
+                     int64_t timeout_ns, int64_t park_ns, sw_stack_t *outs, int *results);
+
+/// Releases the threads held by sw_snapshot_hold. Returns 1 when every held thread was still parked
+/// at release (the snapshot was consistent), 0 when some had already left on their own deadline.
+int sw_snapshot_release(void);
+
+/// Recovers the user stack of a thread blocked in a system call without signalling it, from the
+/// SP and PC in `sc` (from sw_thread_syscall) and a checked scan for frame records.
+int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_frames,
+                       sw_stack_t *out);
+
+/// Counters for tests and benchmarks.
+typedef struct sw_sampler_stats {
+    uint64_t handled;        ///< handler invocations that answered a live request
+    uint64_t late;           ///< handler invocations for abandoned or unknown requests
+    uint64_t chained;        ///< signals passed to a previous handler
+    uint64_t timeouts;       ///< requests abandoned at their deadline
+    uint64_t park_timeouts;  ///< parked threads that left on their own deadline
+} sw_sampler_stats_t;
+
+void sw_sampler_stats(sw_sampler_stats_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

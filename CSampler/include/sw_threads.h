@@ -1,0 +1,61 @@
+// Thread facts read without signalling the thread: /proc/self/task, comm, stat, status, syscall, schedstat.
+// None of these run in a signal handler. None allocates.
+#ifndef SW_THREADS_H
+#define SW_THREADS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The calling thread's kernel thread id. Async-signal-safe (a raw syscall).
+int32_t sw_gettid(void);
+
+/// Lists the threads of this process into `tids` (up to `cap`), through getdents64 on /proc/self/task.
+/// `*count` receives how many threads exist (may exceed `cap`: then the list is truncated).
+/// Returns 0 or -errno.
+int sw_threads_list(int32_t *tids, size_t cap, size_t *count);
+
+/// What /proc/self/task/<tid>/stat says about a thread.
+typedef struct sw_thread_stat {
+    int32_t tid;
+    char name[16];          ///< comm, NUL-terminated
+    char state;             ///< R, S, D, T, t, Z, X, I ...
+    int32_t last_cpu;       ///< CPU the thread last ran on
+    uint64_t utime_ticks;   ///< user time in clock ticks
+    uint64_t stime_ticks;   ///< system time in clock ticks
+    uint64_t minflt;
+    uint64_t majflt;
+} sw_thread_stat_t;
+
+/// Reads /proc/self/task/<tid>/stat. Returns 0, -ESRCH when the thread is gone, or -errno.
+int sw_thread_stat(int32_t tid, sw_thread_stat_t *out);
+
+/// Reads the SigBlk mask from /proc/self/task/<tid>/status (bit n-1 = signal n).
+/// Returns 0, -ESRCH when the thread is gone, or -errno.
+int sw_thread_sigblk(int32_t tid, uint64_t *mask);
+
+/// What /proc/self/task/<tid>/syscall says.
+typedef struct sw_thread_syscall {
+    int64_t nr;             ///< syscall number; -1 blocked outside a syscall; -2 running
+    uint64_t args[6];
+    uint64_t sp;            ///< user stack pointer (0 when running)
+    uint64_t pc;            ///< user program counter (0 when running)
+} sw_thread_syscall_t;
+
+/// Reads /proc/self/task/<tid>/syscall. Returns 0, -ESRCH when the thread is gone, or -errno.
+int sw_thread_syscall(int32_t tid, sw_thread_syscall_t *out);
+
+/// Reads /proc/self/task/<tid>/schedstat: time on CPU, time waiting on a run queue (ns), timeslices.
+int sw_thread_schedstat(int32_t tid, uint64_t *run_ns, uint64_t *wait_ns, uint64_t *timeslices);
+
+/// Describes a file descriptor of this process by readlink of /proc/self/fd/<fd>
+/// ("socket:[123]", "pipe:[45]", "/var/log/x", "anon_inode:[eventfd]"). Returns the length or -errno.
+int sw_fd_describe(int fd, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

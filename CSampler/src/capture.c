@@ -1,0 +1,1 @@
+#include "sw_capture.h"

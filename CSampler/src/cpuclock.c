@@ -1,0 +1,3 @@
+#include "sw_cpuclock.h"
+#include <errno.h>
+// Placeholder; implemented in its own change.

@@ -1,0 +1,68 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Warnings-as-errors for C are passed on the command line in CI (`-Xcc -Werror ...`),
+// never as unsafeFlags here: SwiftPM refuses a dependency that uses unsafe flags.
+let package = Package(
+    name: "Stallwatch",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Stallwatch", targets: ["Stallwatch"]),
+        .executable(name: "bench", targets: ["bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
+    targets: [
+        // The hot path: signal-based stack capture, thread facts, CPU clocks, NUMA. C11.
+        .target(
+            name: "CSampler",
+            path: "CSampler",
+            sources: ["src"],
+            publicHeadersPath: "include",
+            cSettings: [.define("_GNU_SOURCE")],
+            linkerSettings: [
+                .linkedLibrary("unwind-x86_64"),
+                .linkedLibrary("unwind"),
+                .linkedLibrary("numa"),
+                .linkedLibrary("dl"),
+            ]
+        ),
+        // Pure policy: inputs in, decisions out. No threads, clocks or I/O.
+        .target(
+            name: "StallwatchPolicy",
+            path: "Sources/StallwatchPolicy"
+        ),
+        .target(
+            name: "Stallwatch",
+            dependencies: [
+                "CSampler",
+                "StallwatchPolicy",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Sources/Stallwatch"
+        ),
+        .executableTarget(
+            name: "bench",
+            dependencies: [
+                "Stallwatch",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/bench"
+        ),
+        .testTarget(
+            name: "StallwatchPolicyTests",
+            dependencies: ["StallwatchPolicy"],
+            path: "Tests/StallwatchPolicyTests"
+        ),
+        .testTarget(
+            name: "StallwatchTests",
+            dependencies: ["Stallwatch", "CSampler"],
+            path: "Tests/StallwatchTests"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
