@@ -58,9 +58,14 @@ let package = Package(
             dependencies: ["StallwatchPolicy"],
             path: "Tests/StallwatchPolicyTests"
         ),
+        .target(
+            name: "CSamplerTestSupport",
+            path: "Tests/CSamplerTestSupport",
+            linkerSettings: [.linkedLibrary("dl")]
+        ),
         .testTarget(
             name: "StallwatchTests",
-            dependencies: ["Stallwatch", "CSampler"],
+            dependencies: ["Stallwatch", "CSampler", "CSamplerTestSupport"],
             path: "Tests/StallwatchTests"
         ),
     ],

@@ -1,0 +1,25 @@
+// Address -> module and dynamic symbol, for symbolization off the hot path (never in a handler).
+#ifndef SW_SYMBOLS_H
+#define SW_SYMBOLS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// What dladdr knows of an address. Strings point into the loader's tables: copy them at once.
+typedef struct sw_symbol_info {
+    const char *module_path;   ///< NULL when the address is in no module
+    uint64_t module_base;
+    const char *symbol;        ///< NULL when no dynamic symbol covers the address
+    uint64_t symbol_address;
+} sw_symbol_info_t;
+
+/// Returns 1 when the address lies in a loaded module. Not async-signal-safe (dladdr locks).
+int sw_symbol_lookup(uint64_t address, sw_symbol_info_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,40 @@
+// Frame-pointer walk: ~1 ns a frame, complete through SwiftPM-built code and the Swift runtime,
+// stops at the first function built without frame pointers (glibc, ld.so).
+#include "sw_internal.h"
+
+// Swift async frames may set bit 60 of a saved frame pointer (FACTS.md).
+#define SW_ASYNC_FP_BIT (1ULL << 60)
+
+// async-signal-safe: every read is checked to lie inside [lo, hi) first; no calls.
+int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *count, uint32_t cap) {
+    uint32_t n = *count;
+    uint64_t prev = lo;
+    while (n < cap) {
+        fp &= ~SW_ASYNC_FP_BIT;
+        if (fp == 0) {
+            *count = n;
+            return 0; // the outermost frame record: a clean end
+        }
+        // A record is two words; it must lie inside the stack, above the previous one, aligned.
+        if (fp < prev || fp < lo || fp > hi - 16 || (fp & 7) != 0) {
+            *count = n;
+            return 1;
+        }
+        const uint64_t *rec = (const uint64_t *)(uintptr_t)fp;
+        uint64_t ret = rec[1];
+        uint64_t next = rec[0];
+        if (ret == 0) {
+            *count = n;
+            return 0;
+        }
+        out[n++] = ret;
+        if ((next & ~SW_ASYNC_FP_BIT) != 0 && (next & ~SW_ASYNC_FP_BIT) <= fp) {
+            *count = n;
+            return 1; // not strictly increasing: a loop or garbage
+        }
+        prev = fp + 16;
+        fp = next;
+    }
+    *count = n;
+    return 1;
+}

@@ -1,0 +1,147 @@
+// The memory-map table: where thread stacks and code are, so that walkers in a signal handler
+// only ever read memory that is mapped. Built from /proc/self/maps without malloc.
+#include "sw_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SW_MAX_MAPS 8192
+
+typedef struct sw_map {
+    uint64_t lo, hi;
+    uint32_t perms;
+} sw_map_t;
+
+static sw_map_t g_maps[SW_MAX_MAPS];
+static _Atomic uint32_t g_map_count;
+// Odd while the table is being rewritten (a sequence lock: readers retry or give up, never wait).
+static _Atomic uint64_t g_seq;
+static pthread_mutex_t g_rebuild_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t parse_hex(const char **p) {
+    uint64_t v = 0;
+    for (;;) {
+        char c = **p;
+        int d;
+        if (c >= '0' && c <= '9') d = c - '0';
+        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+        else break;
+        v = (v << 4) | (uint64_t)d;
+        (*p)++;
+    }
+    return v;
+}
+
+// Parses one line "lo-hi perms ..." into m. Returns 1 when it is a mapping line.
+static int parse_line(const char *line, sw_map_t *m) {
+    const char *p = line;
+    m->lo = parse_hex(&p);
+    if (*p != '-') return 0;
+    p++;
+    m->hi = parse_hex(&p);
+    if (*p != ' ') return 0;
+    p++;
+    m->perms = 0;
+    if (p[0] == 'r') m->perms |= SW_MAP_READ;
+    if (p[1] == 'w') m->perms |= SW_MAP_WRITE;
+    if (p[2] == 'x') m->perms |= SW_MAP_EXEC;
+    return m->hi > m->lo;
+}
+
+int sw_maps_rebuild(void) {
+    pthread_mutex_lock(&g_rebuild_lock);
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        pthread_mutex_unlock(&g_rebuild_lock);
+        return -e;
+    }
+    atomic_fetch_add_explicit(&g_seq, 1, memory_order_acq_rel); // now odd: readers stay away
+    atomic_thread_fence(memory_order_release);
+    uint32_t n = 0;
+    char buf[8192];
+    char line[512];
+    size_t line_len = 0;
+    int rc = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            rc = -errno;
+            break;
+        }
+        if (r == 0) break;
+        for (ssize_t i = 0; i < r; i++) {
+            char c = buf[i];
+            if (c == '\n') {
+                line[line_len] = 0;
+                sw_map_t m;
+                // Merge adjacent mappings with identical permissions: a stack is one range.
+                if (parse_line(line, &m) && (m.perms & SW_MAP_READ)) {
+                    if (n > 0 && g_maps[n - 1].hi == m.lo && g_maps[n - 1].perms == m.perms) {
+                        g_maps[n - 1].hi = m.hi;
+                    } else if (n < SW_MAX_MAPS) {
+                        g_maps[n++] = m;
+                    }
+                }
+                line_len = 0;
+            } else if (line_len + 1 < sizeof line) {
+                line[line_len++] = c;
+            }
+        }
+    }
+    close(fd);
+    atomic_store_explicit(&g_map_count, n, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_fetch_add_explicit(&g_seq, 1, memory_order_acq_rel); // even again: published
+    pthread_mutex_unlock(&g_rebuild_lock);
+    return rc;
+}
+
+// async-signal-safe: plain reads of static memory validated by the sequence number.
+int sw_maps_find(uint64_t addr, int need, uint64_t *lo, uint64_t *hi) {
+    uint64_t s1 = atomic_load_explicit(&g_seq, memory_order_acquire);
+    if (s1 & 1) return 0;
+    uint32_t n = atomic_load_explicit(&g_map_count, memory_order_relaxed);
+    if (n > SW_MAX_MAPS) return 0;
+    uint32_t a = 0, b = n;
+    uint64_t flo = 0, fhi = 0;
+    uint32_t fperms = 0;
+    int found = 0;
+    while (a < b) {
+        uint32_t mid = a + (b - a) / 2;
+        uint64_t mlo = g_maps[mid].lo, mhi = g_maps[mid].hi;
+        if (addr < mlo) b = mid;
+        else if (addr >= mhi) a = mid + 1;
+        else {
+            flo = mlo;
+            fhi = mhi;
+            fperms = g_maps[mid].perms;
+            found = 1;
+            break;
+        }
+    }
+    atomic_thread_fence(memory_order_acquire);
+    uint64_t s2 = atomic_load_explicit(&g_seq, memory_order_relaxed);
+    if (s1 != s2 || !found || (fperms & (uint32_t)need) != (uint32_t)need) return 0;
+    *lo = flo;
+    *hi = fhi;
+    return 1;
+}
+
+// async-signal-safe
+int sw_maps_is_exec(uint64_t addr) {
+    uint64_t lo, hi;
+    return sw_maps_find(addr, SW_MAP_READ | SW_MAP_EXEC, &lo, &hi);
+}
+
+uint64_t sw_maps_generation(void) {
+    return atomic_load_explicit(&g_seq, memory_order_acquire);
+}
+
+int sw_maps_refresh(void) {
+    return sw_maps_rebuild();
+}

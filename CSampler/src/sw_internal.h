@@ -1,0 +1,70 @@
+// Internal to CSampler: the memory-map table, the stack walkers and the off-thread unwinder.
+#ifndef SW_INTERNAL_H
+#define SW_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include "sw_capture.h"
+
+// ---- memory-map table (maps.c) ------------------------------------------------------------
+// Built outside handlers from /proc/self/maps; read by handlers under a sequence lock so that a
+// handler never trusts bounds that were being rewritten while it read them.
+
+enum { SW_MAP_READ = 1, SW_MAP_WRITE = 2, SW_MAP_EXEC = 4 };
+
+/// Rebuilds the table. Serialized by a mutex. Not for handlers.
+int sw_maps_rebuild(void);
+
+/// The mapping [lo, hi) containing `addr` with all of `need` permission bits; 0 when none or when
+/// the table was being rewritten. async-signal-safe: reads static memory only, no locks.
+int sw_maps_find(uint64_t addr, int need, uint64_t *lo, uint64_t *hi);
+
+/// 1 when `addr` is inside an executable mapping. async-signal-safe.
+int sw_maps_is_exec(uint64_t addr);
+
+/// Generation of the table (changes on every rebuild).
+uint64_t sw_maps_generation(void);
+
+// ---- frame-pointer walk (fp_walk.c) ---------------------------------------------------------
+
+/// Walks the frame-record chain starting at `fp`, appending return addresses to `out`.
+/// Every link is checked: inside [lo, hi), strictly increasing, 8-byte aligned; bit 60 (Swift
+/// async frames) masked. Returns 1 when it stopped on a bad link or on `cap`, 0 on a clean end.
+/// async-signal-safe: reads only inside [lo, hi), calls nothing.
+int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *count, uint32_t cap);
+
+// ---- off-thread libunwind (remote_unwind.c) -------------------------------------------------
+
+/// Registers and stack captured by a handler for an unwind done later, outside the handler.
+typedef struct sw_regs {
+    uint64_t r[17];          ///< libunwind x86_64 numbering: RAX..R15 (0-15), RIP (16)
+} sw_regs_t;
+
+/// A stack region the unwinder may read: either a copy (copy != NULL) or the live stack of a
+/// thread held still in its handler (copy == NULL).
+typedef struct sw_stack_view {
+    const sw_regs_t *regs;
+    const uint8_t *copy;     ///< bytes of [base, base + len) copied by the handler, or NULL
+    uint64_t base;
+    uint64_t len;
+    uint64_t live_lo, live_hi; ///< live-readable stack range when copy == NULL
+} sw_stack_view_t;
+
+/// Prepares libunwind's address space (allocates): call once outside any handler.
+int sw_remote_unwind_init(void);
+
+/// Unwinds with libunwind from `view`, appending frames to `out`. Not for handlers.
+int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_frames);
+
+// ---- time -----------------------------------------------------------------------------------
+
+/// CLOCK_MONOTONIC in ns. async-signal-safe (vDSO clock_gettime).
+static inline int64_t sw_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+#endif

@@ -1,0 +1,55 @@
+import CSampler
+
+/// The stack of one thread at one moment: raw return addresses, innermost first.
+///
+/// Addresses are kept raw so a stack can be symbolized later, elsewhere (see ``Symbolizer``).
+public struct CapturedStack: Sendable, Hashable, Codable {
+    /// The thread the stack belongs to.
+    public var thread: ThreadID
+    /// `frames[0]` is the interrupted program counter; the rest are return addresses, outermost last.
+    public var frames: [UInt]
+    /// The unwinder that produced the frames.
+    public var unwinder: Unwinder
+    /// `true` when the walk stopped early: the frame limit, a link that failed a check, the end of
+    /// the copied stack, or unknown stack bounds.
+    public var truncated: Bool
+    /// `false` when the thread's stack bounds were unknown, so only the program counter was taken.
+    public var stackBoundsKnown: Bool
+    /// The interrupted stack pointer.
+    public var stackPointer: UInt
+    /// Time the signal handler spent capturing (zero when no signal was used).
+    public var handlerTime: Duration
+    /// From sending the request to seeing the answer (zero when no signal was used).
+    public var latency: Duration
+
+    /// Creates a stack value (mostly for tests and decoding).
+    public init(thread: ThreadID, frames: [UInt], unwinder: Unwinder, truncated: Bool = false,
+                stackBoundsKnown: Bool = true, stackPointer: UInt = 0,
+                handlerTime: Duration = .zero, latency: Duration = .zero) {
+        self.thread = thread
+        self.frames = frames
+        self.unwinder = unwinder
+        self.truncated = truncated
+        self.stackBoundsKnown = stackBoundsKnown
+        self.stackPointer = stackPointer
+        self.handlerTime = handlerTime
+        self.latency = latency
+    }
+
+    init(_ raw: UnsafePointer<sw_stack_t>) {
+        let count = Int(min(raw.pointee.count, UInt32(SW_MAX_FRAMES)))
+        let frames = withUnsafeBytes(of: raw.pointee.frames) { bytes in
+            Array(bytes.bindMemory(to: UInt64.self).prefix(count).map { UInt($0) })
+        }
+        self.init(
+            thread: ThreadID(rawValue: raw.pointee.tid),
+            frames: frames,
+            unwinder: Unwinder(c: raw.pointee.unwinder) ?? .framePointer,
+            truncated: raw.pointee.truncated != 0,
+            stackBoundsKnown: raw.pointee.stack_known != 0,
+            stackPointer: UInt(raw.pointee.sp),
+            handlerTime: .nanoseconds(Int64(clamping: raw.pointee.handler_ns)),
+            latency: .nanoseconds(Int64(clamping: raw.pointee.latency_ns))
+        )
+    }
+}

@@ -1,0 +1,222 @@
+import CSampler
+import Glibc
+
+/// Captures the stacks of other threads of this process.
+///
+/// Create one and keep it: creating it installs the signal handler (once per process; it stays
+/// installed so that a late signal never meets the default action), primes libunwind and reads the
+/// memory map — all outside any handler. Every capture waits at most its timeout.
+///
+/// ```swift
+/// let sampler = try StackSampler()
+/// let stack = try sampler.captureStack(of: workerThread)
+/// print(Symbolizer.shared.describe(stack))
+/// ```
+public final class StackSampler: Sendable {
+    /// How a sampler captures.
+    public struct Configuration: Sendable, Equatable {
+        /// The signal that carries requests. SIGPROF (the default) is the one signal that reaches
+        /// libdispatch worker threads (the Swift concurrency pool, the main-queue drainer).
+        public var signal: Int32 = SIGPROF
+        /// Chain to a handler already installed for `signal` (for signals that are not ours) instead
+        /// of refusing to start. Existing handlers are never silently replaced.
+        public var chainExistingHandler: Bool = true
+        /// The default unwinder.
+        public var unwinder: Unwinder = .framePointer
+        /// Most frames per stack (1...256).
+        public var maxFrames: Int = 128
+        /// How long a capture waits for the thread to answer.
+        public var timeout: Duration = .milliseconds(100)
+        /// How long a thread held still by ``StackSampler/snapshot(of:whileHeld:)`` waits to be
+        /// released before it resumes on its own.
+        public var holdLimit: Duration = .milliseconds(250)
+        /// When `false` (the default), a thread blocked in a system call is not signalled: a signal
+        /// would make `nanosleep`, `epoll_wait`, `poll`... return early with EINTR. Its stack is
+        /// recovered from the kernel's SP/PC instead (``Unwinder/syscallScan``).
+        public var signalThreadsInSystemCalls: Bool = false
+
+        /// The defaults: SIGPROF, chaining, frame pointers, 128 frames, 100 ms timeout.
+        public init() {}
+
+        /// Throws when a value makes no sense.
+        public func validate() throws(SamplerError) {
+            guard signal > 0 && signal < 65 else { throw .invalidArgument("signal \(signal) is not a signal number") }
+            guard (1...Int(SW_MAX_FRAMES)).contains(maxFrames) else {
+                throw .invalidArgument("maxFrames must be in 1...\(SW_MAX_FRAMES), got \(maxFrames)")
+            }
+            guard timeout > .zero else { throw .invalidArgument("timeout must be positive, got \(timeout)") }
+            guard holdLimit > .zero else { throw .invalidArgument("holdLimit must be positive, got \(holdLimit)") }
+            guard unwinder != .syscallScan else {
+                throw .invalidArgument("syscallScan is chosen per thread, not as the default unwinder")
+            }
+        }
+    }
+
+    /// The configuration this sampler was created with.
+    public let configuration: Configuration
+
+    /// Installs the handler (or reuses the one installed by an earlier sampler with the same signal).
+    public init(configuration: Configuration = Configuration()) throws(SamplerError) {
+        try configuration.validate()
+        let rc = sw_sampler_install(configuration.signal, configuration.chainExistingHandler ? 1 : 0)
+        switch rc {
+        case 0: break
+        case -EBUSY:
+            throw .anotherSignalInstalled(installed: sw_sampler_signal(), requested: configuration.signal)
+        case Int32(SW_ERR_INVALID):
+            throw .invalidArgument("signal \(configuration.signal) (\(signalName(configuration.signal))) cannot be used for sampling; fatal signals belong to crash handlers")
+        default:
+            throw SamplerError.from(code: rc, thread: .current, signal: configuration.signal,
+                                    timeout: configuration.timeout, operation: "installing the sampling handler")
+        }
+        self.configuration = configuration
+    }
+
+    /// Captures the stack of `thread`.
+    ///
+    /// A thread blocked in a system call is not signalled unless the configuration says so: its
+    /// stack comes from ``captureBlockedStack(of:)``. Otherwise the thread is interrupted by the
+    /// signal and walked with `unwinder` (default: the configuration's).
+    public func captureStack(of thread: ThreadID, unwinder: Unwinder? = nil,
+                             timeout: Duration? = nil) throws(SamplerError) -> CapturedStack {
+        if !configuration.signalThreadsInSystemCalls {
+            if let stack = try blockedStackIfBlocked(thread) { return stack }
+        }
+        return try signalCapture(thread, unwinder: unwinder ?? configuration.unwinder,
+                                 timeout: timeout ?? configuration.timeout)
+    }
+
+    /// Captures the stack of `thread` with the signal, whatever it is doing.
+    public func signalCapture(_ thread: ThreadID, unwinder: Unwinder,
+                              timeout: Duration) throws(SamplerError) -> CapturedStack {
+        guard unwinder != .syscallScan else { return try captureBlockedStack(of: thread) }
+        guard timeout > .zero else { throw .invalidArgument("timeout must be positive, got \(timeout)") }
+        let timeoutNs = timeout.nanoseconds
+        let result: Result<CapturedStack, SamplerError> = withUnsafeTemporaryAllocation(of: sw_stack_t.self, capacity: 1) { buf in
+            guard let raw = buf.baseAddress else { return .failure(.busy) }
+            let rc = sw_capture(thread.rawValue, unwinder.cValue, UInt32(configuration.maxFrames), timeoutNs, raw)
+            if rc != 0 {
+                return .failure(SamplerError.from(code: rc, thread: thread, signal: configuration.signal,
+                                                  timeout: timeout, operation: "capturing \(thread)"))
+            }
+            return .success(CapturedStack(raw))
+        }
+        return try result.get()
+    }
+
+    /// Recovers the stack of a thread blocked in a system call without signalling it.
+    /// Throws ``SamplerError/notBlocked(_:)`` when the thread is running or runnable.
+    public func captureBlockedStack(of thread: ThreadID) throws(SamplerError) -> CapturedStack {
+        guard let stack = try blockedStackIfBlocked(thread) else { throw .notBlocked(thread) }
+        return stack
+    }
+
+    private func blockedStackIfBlocked(_ thread: ThreadID) throws(SamplerError) -> CapturedStack? {
+        // The kernel reports the caller as "in" the read of its own syscall file: it is not blocked.
+        guard thread != .current else { return nil }
+        var sc = sw_thread_syscall_t()
+        let rc = sw_thread_syscall(thread.rawValue, &sc)
+        if rc == -ESRCH { throw .threadGone(thread) }
+        guard rc == 0 else {
+            throw SamplerError.from(code: rc, thread: thread, signal: configuration.signal,
+                                    timeout: .zero, operation: "reading /proc/self/task/\(thread.rawValue)/syscall")
+        }
+        guard sc.nr >= 0 else { return nil }
+        let result: Result<CapturedStack, SamplerError> = withUnsafeTemporaryAllocation(of: sw_stack_t.self, capacity: 1) { buf in
+            guard let raw = buf.baseAddress else { return .failure(.busy) }
+            let rc = sw_capture_blocked(thread.rawValue, &sc, UInt32(configuration.maxFrames), raw)
+            if rc != 0 {
+                return .failure(SamplerError.from(code: rc, thread: thread, signal: configuration.signal,
+                                                  timeout: .zero, operation: "scanning the stack of \(thread)"))
+            }
+            return .success(CapturedStack(raw))
+        }
+        return try result.get()
+    }
+
+    /// Holds `threads` still together — each captures its stack and then waits in its signal handler
+    /// — runs `whileHeld`, then releases them all at once: a consistent snapshot, like matrix's
+    /// suspend-all. Threads blocked in a system call are not signalled (unless configured): their
+    /// stacks come from a scan, and a blocked thread does not move anyway.
+    ///
+    /// `whileHeld` must be short and must not allocate or take locks the held threads may hold
+    /// (malloc's among them): the threads resume on their own after ``Configuration/holdLimit``.
+    /// Nothing is symbolized while threads are held.
+    public func snapshot(of threads: [ThreadID], unwinder: Unwinder? = nil,
+                         whileHeld: () -> Void = {}) throws(SamplerError) -> Snapshot {
+        let unwinder = unwinder ?? configuration.unwinder
+        guard unwinder != .syscallScan else { throw .invalidArgument("a snapshot signals threads; use framePointer or libunwind") }
+        guard threads.count <= 256 else { throw .invalidArgument("a snapshot holds at most 256 threads, got \(threads.count)") }
+        var results = [Result<CapturedStack, SamplerError>?](repeating: nil, count: threads.count)
+        var toSignal: [Int] = []
+        for (i, t) in threads.enumerated() {
+            if !configuration.signalThreadsInSystemCalls {
+                do {
+                    if let s = try blockedStackIfBlocked(t) { results[i] = .success(s); continue }
+                } catch {
+                    results[i] = .failure(error)
+                    continue
+                }
+            }
+            toSignal.append(i)
+        }
+        var consistent = true
+        var heldCount = 0
+        if !toSignal.isEmpty {
+            // Everything the held section needs is allocated before anyone is held.
+            let tids = toSignal.map { threads[$0].rawValue }
+            var codes = [Int32](repeating: 0, count: tids.count)
+            let outs = UnsafeMutablePointer<sw_stack_t>.allocate(capacity: tids.count)
+            defer { outs.deallocate() }
+            let held = tids.withUnsafeBufferPointer { t in
+                codes.withUnsafeMutableBufferPointer { c in
+                    sw_snapshot_hold(t.baseAddress, t.count, unwinder.cValue, UInt32(configuration.maxFrames),
+                                     configuration.timeout.nanoseconds, configuration.holdLimit.nanoseconds,
+                                     outs, c.baseAddress)
+                }
+            }
+            if held < 0 {
+                throw SamplerError.from(code: held, thread: .current, signal: configuration.signal,
+                                        timeout: configuration.timeout, operation: "holding \(tids.count) threads")
+            }
+            whileHeld()
+            consistent = sw_snapshot_release() == 1
+            heldCount = Int(held)
+            for (k, i) in toSignal.enumerated() {
+                if codes[k] == 0 {
+                    results[i] = .success(CapturedStack(outs + k))
+                } else {
+                    results[i] = .failure(SamplerError.from(code: codes[k], thread: threads[i], signal: configuration.signal,
+                                                            timeout: configuration.timeout, operation: "holding \(threads[i])"))
+                }
+            }
+        }
+        return Snapshot(entries: zip(threads, results).map { tid, r in
+            Snapshot.Entry(thread: tid, result: r ?? .failure(.busy))
+        }, heldTogether: consistent, heldCount: heldCount)
+    }
+
+    /// Re-reads the memory map the handler uses to bound stack walks. Captures do this by themselves
+    /// when they meet a new thread; call it after loading or unloading many libraries.
+    public func refreshMemoryMap() {
+        _ = sw_maps_refresh()
+    }
+
+    /// Counters of the process-wide handler.
+    public static var statistics: sw_sampler_stats_t {
+        var s = sw_sampler_stats_t()
+        sw_sampler_stats(&s)
+        return s
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds, saturating.
+    var nanoseconds: Int64 {
+        let (s, a) = components
+        let (ns, o) = s.multipliedReportingOverflow(by: 1_000_000_000)
+        if o { return s < 0 ? .min : .max }
+        let (sum, o2) = ns.addingReportingOverflow(a / 1_000_000_000)
+        return o2 ? .max : sum
+    }
+}

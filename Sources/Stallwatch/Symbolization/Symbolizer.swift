@@ -1,0 +1,92 @@
+import CSampler
+import Glibc
+import Synchronization
+
+/// Resolves raw addresses to modules and function names, off the hot path.
+///
+/// Uses `dladdr` (dynamic symbols; SwiftPM links executables with `--export-dynamic`) and demangles
+/// Swift names through the runtime's `swift_demangle` and C++ names through `__cxa_demangle`.
+/// Results are cached per address. Never call it from a signal handler or while threads are held.
+public final class Symbolizer: Sendable {
+    /// A process-wide instance with a shared cache.
+    public static let shared = Symbolizer()
+
+    private let cache = Mutex<[UInt: SymbolizedFrame]>([:])
+    private let tables = Mutex<[String: ELFSymbolTable?]>([:])
+
+    /// Creates a symbolizer with an empty cache.
+    public init() {}
+
+    /// Resolves one address.
+    public func symbolize(_ address: UInt) -> SymbolizedFrame {
+        if let hit = cache.withLock({ $0[address] }) { return hit }
+        let frame = resolve(address)
+        cache.withLock { c in
+            if c.count > 100_000 { c.removeAll(keepingCapacity: true) }
+            c[address] = frame
+        }
+        return frame
+    }
+
+    /// Resolves every frame of a stack. Return addresses (all frames but the first) are looked up at
+    /// `address - 1`, inside the call instruction, so a call that ends a function still resolves to it.
+    public func symbolize(_ stack: CapturedStack) -> [SymbolizedFrame] {
+        stack.frames.enumerated().map { i, a in
+            if i == 0 || a == 0 { return symbolize(a) }
+            var f = symbolize(a - 1)
+            f.address = a
+            f.symbolOffset = f.symbolOffset.map { $0 + 1 }
+            f.moduleOffset = f.moduleOffset.map { $0 + 1 }
+            return f
+        }
+    }
+
+    /// A multi-line rendering of a stack, innermost first.
+    public func describe(_ stack: CapturedStack) -> String {
+        symbolize(stack).enumerated().map { i, f in "#\(i) \(f.formatted)" }.joined(separator: "\n")
+    }
+
+    private func resolve(_ address: UInt) -> SymbolizedFrame {
+        var info = sw_symbol_info_t()
+        var frame = SymbolizedFrame(address: address)
+        guard sw_symbol_lookup(UInt64(address), &info) != 0 else { return frame }
+        if let name = info.module_path { frame.module = String(cString: name) }
+        if info.module_base != 0 { frame.moduleOffset = address &- UInt(info.module_base) }
+        if let sname = info.symbol, info.symbol_address != 0 {
+            let mangled = String(cString: sname)
+            frame.mangledSymbol = mangled
+            frame.symbol = Demangler.demangle(mangled)
+            frame.functionAddress = UInt(info.symbol_address)
+            frame.symbolOffset = address &- UInt(info.symbol_address)
+        }
+        // dladdr names only exported symbols; the static table also names internal functions.
+        if let path = frame.module, info.module_base != 0, let table = table(for: path) {
+            let bias = table.isRelocatable ? UInt64(info.module_base) &- table.lowestLoadAddress : 0
+            let fileAddress = UInt64(address) &- bias
+            if let hit = table.lookup(fileAddress: fileAddress) {
+                let start = UInt(hit.start &+ bias)
+                if frame.functionAddress == nil || start >= (frame.functionAddress ?? 0) {
+                    frame.mangledSymbol = hit.name
+                    frame.symbol = Demangler.demangle(hit.name)
+                    frame.functionAddress = start
+                    frame.symbolOffset = address &- start
+                }
+            }
+        }
+        return frame
+    }
+
+    private func table(for path: String) -> ELFSymbolTable? {
+        if let known = tables.withLock({ $0[path] }) { return known }
+        let table = ELFSymbolTable(path: path)
+        tables.withLock { $0[path] = table }
+        return table
+    }
+}
+
+extension SymbolizedFrame {
+    init(address: UInt) {
+        self.init(address: address, module: nil, moduleOffset: nil, symbol: nil, mangledSymbol: nil,
+                  functionAddress: nil, symbolOffset: nil)
+    }
+}
