@@ -8,6 +8,8 @@
 #include "sw_internal.h"
 
 #include <dlfcn.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include <libunwind.h>
 #include <pthread.h>
 #include <string.h>
@@ -23,6 +25,59 @@ static int g_init_rc;
 // DWARF pointer encodings used by .eh_frame_hdr (the only ones linkers emit for it on x86_64).
 enum { PE_UDATA4 = 0x03, PE_SDATA4 = 0x0b, PE_PCREL = 0x10, PE_DATAREL = 0x30 };
 
+// Module memory (unwind tables, code) is never read directly: the target keeps running while we
+// unwind its copied stack and may dlclose the library whose tables we read (the stress test caught
+// exactly that). Pages are copied with process_vm_readv, which fails with EFAULT on an unmapped
+// page instead of crashing, into a small cache that lives for one unwind only, so it cannot go
+// stale across dlclose/dlopen and takes no loader lock.
+#define SW_PAGE 4096u
+#define SW_PAGE_SLOTS 32
+typedef struct sw_page_cache {
+    uint64_t page[SW_PAGE_SLOTS];
+    uint32_t len[SW_PAGE_SLOTS];
+    uint8_t data[SW_PAGE_SLOTS][SW_PAGE];
+    int used, next;
+} sw_page_cache_t;
+
+static sw_page_cache_t g_pages;                     // guarded by g_unwind_lock
+static pthread_mutex_t g_unwind_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t g_self_pid;
+
+static const uint8_t *cached_page(uint64_t page, uint32_t *len) {
+    sw_page_cache_t *c = &g_pages;
+    for (int i = 0; i < c->used; i++) {
+        if (c->page[i] == page) {
+            *len = c->len[i];
+            return c->data[i];
+        }
+    }
+    int slot = c->used < SW_PAGE_SLOTS ? c->used++ : (c->next++ % SW_PAGE_SLOTS);
+    struct iovec local = {.iov_base = c->data[slot], .iov_len = SW_PAGE};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)page, .iov_len = SW_PAGE};
+    ssize_t r = process_vm_readv(g_self_pid, &local, 1, &remote, 1, 0);
+    c->page[slot] = page;
+    c->len[slot] = r < 0 ? 0 : (uint32_t)r;
+    *len = c->len[slot];
+    return c->data[slot];
+}
+
+// Copies [addr, addr + n) of module memory through the page cache. Returns 1 on success.
+static int read_module(uint64_t addr, void *out, size_t n) {
+    uint8_t *dst = out;
+    while (n > 0) {
+        uint64_t page = addr & ~(uint64_t)(SW_PAGE - 1);
+        uint32_t off = (uint32_t)(addr - page), len = 0;
+        const uint8_t *p = cached_page(page, &len);
+        if (off >= len) return 0;
+        size_t take = len - off < n ? len - off : n;
+        memcpy(dst, p + off, take);
+        dst += take;
+        addr += take;
+        n -= take;
+    }
+    return 1;
+}
+
 static int read_word(const sw_stack_view_t *v, uint64_t addr, uint64_t *out) {
     if (v->copy != NULL) {
         if (addr >= v->base && addr + 8 <= v->base + v->len) {
@@ -33,22 +88,17 @@ static int read_word(const sw_stack_view_t *v, uint64_t addr, uint64_t *out) {
         memcpy(out, (const void *)(uintptr_t)addr, 8);
         return 1;
     }
-    // Anything else libunwind reads is unwind tables inside a loaded module: check it is mapped.
-    uint64_t lo, hi;
-    if (sw_maps_find(addr, SW_MAP_READ, &lo, &hi) && addr + 8 <= hi) {
-        memcpy(out, (const void *)(uintptr_t)addr, 8);
-        return 1;
-    }
-    return 0;
+    // Anything else libunwind reads is unwind tables or code inside a module.
+    return read_module(addr, out, 8);
 }
 
 static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
                               int need_unwind_info, void *arg) {
     struct dl_find_object fo;
-    if (_dl_find_object((void *)(uintptr_t)ip, &fo) != 0 || fo.dlfo_eh_frame == NULL) {
-        return -UNW_ENOINFO;
-    }
-    const uint8_t *hdr = (const uint8_t *)fo.dlfo_eh_frame;
+    if (_dl_find_object((void *)(uintptr_t)ip, &fo) != 0 || fo.dlfo_eh_frame == NULL) return -UNW_ENOINFO;
+    uint64_t hdr_addr = (uint64_t)(uintptr_t)fo.dlfo_eh_frame;
+    uint8_t hdr[12];
+    if (!read_module(hdr_addr, hdr, sizeof hdr)) return -UNW_ENOINFO;
     // version 1; eh_frame_ptr (pcrel sdata4); fde_count (udata4); table (datarel sdata4 pairs).
     if (hdr[0] != 1 || hdr[2] != PE_UDATA4 || hdr[3] != (PE_DATAREL | PE_SDATA4)) {
         return -UNW_ENOINFO;
@@ -61,8 +111,8 @@ static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_
     di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
     di.start_ip = (unw_word_t)(uintptr_t)fo.dlfo_map_start;
     di.end_ip = (unw_word_t)(uintptr_t)fo.dlfo_map_end;
-    di.u.rti.segbase = (unw_word_t)(uintptr_t)hdr;
-    di.u.rti.table_data = (unw_word_t)(uintptr_t)(hdr + 12);
+    di.u.rti.segbase = (unw_word_t)hdr_addr;
+    di.u.rti.table_data = (unw_word_t)(hdr_addr + 12);
     di.u.rti.table_len = (unw_word_t)fde_count * 8 / sizeof(unw_word_t);
     return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
 }
@@ -140,10 +190,15 @@ int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_
     unw_cursor_t cursor;
     out->count = 0;
     out->truncated = 0;
+    pthread_mutex_lock(&g_unwind_lock);
+    g_pages.used = 0;
+    g_pages.next = 0;
+    g_self_pid = getpid();
     int rc = unw_init_remote(&cursor, g_as, (void *)view);
     if (rc < 0) {
         out->frames[out->count++] = view->regs->r[UNW_X86_64_RIP];
         out->truncated = 1;
+        pthread_mutex_unlock(&g_unwind_lock);
         return 0;
     }
     for (;;) {
@@ -161,5 +216,6 @@ int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_
             break;
         }
     }
+    pthread_mutex_unlock(&g_unwind_lock);
     return 0;
 }
