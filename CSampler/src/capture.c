@@ -21,6 +21,7 @@
 #define SW_SLOTS 512
 #define SW_COPY_BYTES (64 * 1024)
 #define SW_COOKIE_MAGIC 0x5357ULL
+
 #define SW_TID_CACHE 256
 
 enum { ST_FREE = 0, ST_RESERVED, ST_ARMED, ST_CAPTURING, ST_DONE, ST_PARKED, ST_LEFT };
@@ -30,6 +31,7 @@ enum { ST_FREE = 0, ST_RESERVED, ST_ARMED, ST_CAPTURING, ST_DONE, ST_PARKED, ST_
 
 typedef struct sw_slot {
     _Atomic uint32_t state;
+    _Atomic int32_t tid;            // the target, so a handler can serve requests whose signal coalesced
     _Atomic uint32_t abandoned;     // the requester gave up while the handler was capturing
     // The request: written while RESERVED, read by the handler after it wins ARMED -> CAPTURING.
     uint32_t max_frames;
@@ -62,6 +64,7 @@ static uint16_t g_held_idx[SW_SLOTS];
 static uint32_t g_held_gen[SW_SLOTS];
 static size_t g_held_count;
 
+static _Atomic int32_t g_armed;                  // slots in ARMED state, for the coalescing scan
 static _Atomic uint64_t g_stat_handled, g_stat_late, g_stat_chained, g_stat_timeouts, g_stat_park_timeouts;
 
 // ---- futex ---------------------------------------------------------------------------------
@@ -80,49 +83,101 @@ static void futex_wait_ns(_Atomic uint32_t *word, uint32_t expected, int64_t ns)
 
 // ---- the handler ---------------------------------------------------------------------------
 
-// async-signal-safe: reads the interrupted context, walks or copies the stack within the mapping
-// that holds its stack pointer, and posts the answer. No locks, no allocation, no libc beyond
-// memcpy, clock_gettime and syscall.
-static void answer(uint64_t cookie, const ucontext_t *uc) {
-    uint32_t idx = (uint32_t)(cookie & 0xffffu);
-    uint32_t gen = (uint32_t)((cookie >> 16) & 0xffffffu);
-    if (idx >= SW_SLOTS) {
-        atomic_fetch_add_explicit(&g_stat_late, 1, memory_order_relaxed);
-        return;
-    }
-    sw_slot_t *s = &g_slots[idx];
-    uint32_t expect = WORD(gen, ST_ARMED);
-    if (!atomic_compare_exchange_strong_explicit(&s->state, &expect, WORD(gen, ST_CAPTURING),
-                                                 memory_order_acq_rel, memory_order_relaxed)) {
-        atomic_fetch_add_explicit(&g_stat_late, 1, memory_order_relaxed);
-        return;
-    }
-    int64_t t0 = sw_now_ns();
+// async-signal-safe: reads only the context and the stack inside the mapping that holds its SP.
+void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames) {
+    const ucontext_t *uc = ucv;
     const greg_t *g = uc->uc_mcontext.gregs;
     uint64_t pc = (uint64_t)g[REG_RIP], sp = (uint64_t)g[REG_RSP];
-    sw_stack_t *st = &s->stack;
     st->frames[0] = pc;
     st->count = 1;
     st->sp = sp;
     st->truncated = 0;
-    st->unwinder = s->unwinder;
+    st->unwinder = (uint8_t)unwinder;
     uint64_t lo = 0, hi = 0;
     st->stack_known = (uint8_t)sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi);
-    if (s->unwinder == SW_UNWIND_FRAME_POINTER) {
-        if (st->stack_known) {
-            st->truncated = (uint8_t)sw_fp_walk((uint64_t)g[REG_RBP], sp, hi, st->frames, &st->count,
-                                                s->max_frames);
-        } else {
-            st->truncated = 1;
-        }
+    if (unwinder != SW_UNWIND_FRAME_POINTER) return;
+    if (st->stack_known) {
+        st->truncated = (uint8_t)sw_fp_walk_context(pc, sp, (uint64_t)g[REG_RBP], hi, st->frames, &st->count,
+                                                    max_frames);
     } else {
+        st->truncated = 1;
+    }
+}
+
+// async-signal-safe: reads the interrupted context, walks or copies the stack within the mapping
+// that holds its stack pointer, and posts the answer. No locks, no allocation, no libc beyond
+// memcpy, clock_gettime and syscall.
+static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc);
+
+// Claims slot `s` for generation `gen`. Returns 1 when this handler now owns the request.
+static int claim_armed(sw_slot_t *s, uint32_t gen) {
+    uint32_t expect = WORD(gen, ST_ARMED);
+    if (!atomic_compare_exchange_strong_explicit(&s->state, &expect, WORD(gen, ST_CAPTURING),
+                                                 memory_order_acq_rel, memory_order_relaxed)) {
+        return 0;
+    }
+    atomic_fetch_sub_explicit(&g_armed, 1, memory_order_relaxed);
+    return 1;
+}
+
+// Standard signals coalesce: a second request sent while the first signal is still pending is
+// dropped by the kernel. So a handler also serves every other request armed for its thread,
+// non-parking ones first (parking blocks). The scan runs only when another request is armed.
+// async-signal-safe.
+static void serve_coalesced(int32_t tid, const ucontext_t *uc) {
+    if (atomic_load_explicit(&g_armed, memory_order_acquire) <= 0) return;
+    if (tid == 0) tid = (int32_t)syscall(SYS_gettid);
+    sw_slot_t *park_slot = NULL;
+    uint32_t park_gen = 0;
+    for (int i = 0; i < SW_SLOTS; i++) {
+        sw_slot_t *s = &g_slots[i];
+        uint32_t w = atomic_load_explicit(&s->state, memory_order_acquire);
+        if (ST_OF(w) != ST_ARMED || atomic_load_explicit(&s->tid, memory_order_relaxed) != tid) continue;
+        if (!claim_armed(s, GEN_OF(w))) continue;
+        if (s->park && park_slot == NULL) {
+            park_slot = s;
+            park_gen = GEN_OF(w);
+            continue;
+        }
+        serve(s, GEN_OF(w), uc);
+    }
+    if (park_slot != NULL) serve(park_slot, park_gen, uc);
+}
+
+static void answer(uint64_t cookie, const ucontext_t *uc) {
+    uint32_t idx = (uint32_t)(cookie & 0xffffu);
+    uint32_t gen = (uint32_t)((cookie >> 16) & 0xffffffu);
+    sw_slot_t *s = idx < SW_SLOTS ? &g_slots[idx] : NULL;
+    if (s == NULL || !claim_armed(s, gen)) {
+        atomic_fetch_add_explicit(&g_stat_late, 1, memory_order_relaxed);
+        serve_coalesced(0, uc);
+        return;
+    }
+    int32_t tid = atomic_load_explicit(&s->tid, memory_order_relaxed);
+    if (s->park) {
+        serve_coalesced(tid, uc); // the others first: this one parks
+        serve(s, gen, uc);
+    } else {
+        serve(s, gen, uc);
+        serve_coalesced(tid, uc);
+    }
+}
+
+// async-signal-safe: captures into a claimed slot, posts the answer, and parks if asked.
+static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc) {
+    int64_t t0 = sw_now_ns();
+    sw_stack_t *st = &s->stack;
+    sw_capture_fill(st, uc, (sw_unwinder_t)s->unwinder, s->max_frames);
+    if (s->unwinder == SW_UNWIND_LIBUNWIND) {
+        const greg_t *g = uc->uc_mcontext.gregs;
         static const int map[17] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
                                     REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
                                     REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
         for (int i = 0; i < 17; i++) s->regs.r[i] = (uint64_t)g[map[i]];
+        uint64_t sp = st->sp, lo = 0, hi = 0;
         s->copy_len = 0;
         s->copy_base = sp;
-        if (st->stack_known && s->copy != NULL && !s->park) {
+        if (s->copy != NULL && !s->park && sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
             // Include the red zone below SP: the interrupted leaf may keep data there.
             uint64_t from = sp - 128 >= lo ? sp - 128 : lo;
             uint64_t to = hi - from > SW_COPY_BYTES ? from + SW_COPY_BYTES : hi;
@@ -178,6 +233,13 @@ static void sw_signal_handler(int sig, siginfo_t *si, void *uc) {
         uint64_t cookie = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
         if ((cookie >> 48) == SW_COOKIE_MAGIC) {
             answer(cookie, (const ucontext_t *)uc);
+            errno = saved_errno;
+            return;
+        }
+    } else if (si != NULL && si->si_code == SI_TIMER) {
+        uint64_t cookie = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
+        if ((cookie >> 48) == SW_RING_COOKIE_MAGIC) {
+            sw_ring_on_signal(cookie, uc);
             errno = saved_errno;
             return;
         }
@@ -289,6 +351,19 @@ static int claim_slot(uint32_t *gen_out) {
     return -1;
 }
 
+static void arm_slot(sw_slot_t *s, uint32_t gen) {
+    atomic_fetch_add_explicit(&g_armed, 1, memory_order_relaxed);
+    atomic_store_explicit(&s->state, WORD(gen, ST_ARMED), memory_order_release);
+}
+
+// Takes back a request no handler has claimed. Returns 1 when it did.
+static int disarm_slot(sw_slot_t *s, uint32_t gen) {
+    uint32_t e = WORD(gen, ST_ARMED);
+    if (!atomic_compare_exchange_strong(&s->state, &e, WORD(gen, ST_FREE))) return 0;
+    atomic_fetch_sub_explicit(&g_armed, 1, memory_order_relaxed);
+    return 1;
+}
+
 static void free_slot(sw_slot_t *s, uint32_t gen) {
     atomic_store_explicit(&s->state, WORD(gen, ST_FREE), memory_order_release);
 }
@@ -296,8 +371,7 @@ static void free_slot(sw_slot_t *s, uint32_t gen) {
 // Gives up on a request at its deadline. Returns 1 when the slot was freed now.
 static int abandon_slot(sw_slot_t *s, uint32_t gen) {
     atomic_fetch_add(&g_stat_timeouts, 1);
-    uint32_t e = WORD(gen, ST_ARMED);
-    if (atomic_compare_exchange_strong(&s->state, &e, WORD(gen, ST_FREE))) return 1;
+    if (disarm_slot(s, gen)) return 1;
     // The handler is writing right now: let it finish into the slot, reclaim the slot later.
     atomic_store(&s->abandoned, 1);
     return 0;
@@ -426,16 +500,16 @@ int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t
         s->max_frames = max_frames;
         s->unwinder = (uint8_t)unwinder;
         s->park = 0;
+        atomic_store_explicit(&s->tid, tid, memory_order_relaxed);
         if (unwinder == SW_UNWIND_LIBUNWIND && (rc = ensure_copy_buffer(s)) != 0) {
             free_slot(s, gen);
             return rc;
         }
-        atomic_store_explicit(&s->state, WORD(gen, ST_ARMED), memory_order_release);
+        arm_slot(s, gen);
         int64_t t_sent = sw_now_ns();
         rc = send_request(tid, signo, (uint32_t)idx, gen);
         if (rc != 0) {
-            uint32_t e = WORD(gen, ST_ARMED);
-            atomic_compare_exchange_strong(&s->state, &e, WORD(gen, ST_FREE));
+            disarm_slot(s, gen);
             if (rc == SW_ERR_THREAD_GONE) forget_target(tid);
             return rc;
         }
@@ -479,6 +553,9 @@ int sw_snapshot_hold(const int32_t *tids, size_t n, sw_unwinder_t unwinder, uint
     if (!atomic_compare_exchange_strong(&g_snapshot_active, &expected, 1)) return SW_ERR_BUSY;
     int signo = atomic_load(&g_signo);
     int32_t self = sw_gettid();
+    // Thread ids are reused: a new thread behind a known id has a stack the table may not hold yet,
+    // and a held thread gets no second chance. Snapshots are rare; read the map afresh.
+    sw_maps_rebuild();
     g_token += 2;
     uint32_t token = g_token;
     atomic_store_explicit(&g_release, token, memory_order_release);
@@ -501,14 +578,14 @@ int sw_snapshot_hold(const int32_t *tids, size_t n, sw_unwinder_t unwinder, uint
         s->max_frames = max_frames;
         s->unwinder = (uint8_t)unwinder;
         s->park = 1;
+        atomic_store_explicit(&s->tid, tid, memory_order_relaxed);
         s->park_token = token;
         s->park_deadline_ns = park_deadline;
-        atomic_store_explicit(&s->state, WORD(gen, ST_ARMED), memory_order_release);
+        arm_slot(s, gen);
         sent_at[i] = sw_now_ns();
         results[i] = send_request(tid, signo, (uint32_t)idx, gen);
         if (results[i] != 0) {
-            uint32_t e = WORD(gen, ST_ARMED);
-            atomic_compare_exchange_strong(&s->state, &e, WORD(gen, ST_FREE));
+            disarm_slot(s, gen);
             continue;
         }
         idxs[i] = idx;

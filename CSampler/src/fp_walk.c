@@ -38,3 +38,43 @@ int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *c
     *count = n;
     return 1;
 }
+
+// 1 when the bytes before `ret` end with a call instruction (direct rel32, or the common indirect
+// forms through a register or memory operand). Reads at most 7 bytes of code, only inside an
+// executable mapping that also holds `ret`. async-signal-safe.
+static int preceded_by_call(uint64_t ret) {
+    uint64_t lo, hi;
+    if (ret < 8 || !sw_maps_find(ret - 7, SW_MAP_READ | SW_MAP_EXEC, &lo, &hi) || ret > hi) return 0;
+    const uint8_t *c = (const uint8_t *)(uintptr_t)ret;
+    if (c[-5] == 0xE8) return 1;                                   // call rel32
+    if (c[-2] == 0xFF && (c[-1] & 0xF8) == 0xD0) return 1;         // call *%reg
+    if (c[-6] == 0xFF && c[-5] == 0x15) return 1;                  // call *disp32(%rip)
+    if (c[-3] == 0xFF && (c[-2] & 0xF8) == 0x50) return 1;         // call *disp8(%reg)
+    if (c[-6] == 0xFF && (c[-5] & 0xF8) == 0x90) return 1;         // call *disp32(%reg)
+    if (c[-3] == 0xFF && c[-2] == 0x14) return 1;                  // call *(%reg,%reg,s)
+    if (c[-4] == 0xFF && c[-3] == 0x54) return 1;                  // call *disp8(%reg,%reg,s)
+    if (c[-7] == 0xFF && c[-6] == 0x94) return 1;                  // call *disp32(%reg,%reg,s)
+    if (c[-2] == 0xFF && (c[-1] & 0xF8) == 0x10) return 1;         // call *(%reg)
+    return 0;
+}
+
+// async-signal-safe: reads only [sp, hi) of the stack and, through preceded_by_call, code bytes.
+int sw_fp_walk_context(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t hi, uint64_t *out, uint32_t *count,
+                       uint32_t cap) {
+    out[0] = pc;
+    *count = 1;
+    if (cap <= 1) return 1;
+    // Swift and clang omit the frame of leaf functions: interrupted in one, FP still points at the
+    // caller's record and the caller's own return address sits at [sp]. Without this, every sample
+    // taken in a leaf would lose the leaf's caller.
+    if (sp >= 16 && sp <= hi - 8 && (sp & 7) == 0) {
+        uint64_t top = *(const uint64_t *)(uintptr_t)sp;
+        uint64_t first_ret = 0;
+        uint64_t f = fp & ~SW_ASYNC_FP_BIT;
+        if (f >= sp && f <= hi - 16 && (f & 7) == 0) first_ret = ((const uint64_t *)(uintptr_t)f)[1];
+        if (top != first_ret && top != pc && sw_maps_is_exec(top) && preceded_by_call(top)) {
+            out[(*count)++] = top;
+        }
+    }
+    return sw_fp_walk(fp, sp, hi, out, count, cap);
+}

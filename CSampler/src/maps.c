@@ -15,10 +15,18 @@ typedef struct sw_map {
     uint32_t perms;
 } sw_map_t;
 
-static sw_map_t g_maps[SW_MAX_MAPS];
-static _Atomic uint32_t g_map_count;
-// Odd while the table is being rewritten (a sequence lock: readers retry or give up, never wait).
-static _Atomic uint64_t g_seq;
+// Two tables: the rebuild writes the inactive one and then flips, so a handler reading the active
+// table is never disturbed by one rebuild. Each table also has a sequence number (odd while being
+// written) so a reader overtaken by two rebuilds notices and gives up rather than trust torn bounds.
+typedef struct sw_map_table {
+    sw_map_t maps[SW_MAX_MAPS];
+    _Atomic uint32_t count;
+    _Atomic uint64_t seq;
+} sw_map_table_t;
+
+static sw_map_table_t g_tables[2];
+static _Atomic uint32_t g_active;
+static _Atomic uint64_t g_generation;
 static pthread_mutex_t g_rebuild_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t parse_hex(const char **p) {
@@ -59,7 +67,9 @@ int sw_maps_rebuild(void) {
         pthread_mutex_unlock(&g_rebuild_lock);
         return -e;
     }
-    atomic_fetch_add_explicit(&g_seq, 1, memory_order_acq_rel); // now odd: readers stay away
+    sw_map_table_t *t = &g_tables[1 - atomic_load_explicit(&g_active, memory_order_relaxed)];
+    sw_map_t *g_maps = t->maps;
+    atomic_fetch_add_explicit(&t->seq, 1, memory_order_acq_rel); // now odd: readers stay away
     atomic_thread_fence(memory_order_release);
     uint32_t n = 0;
     char buf[8192];
@@ -94,18 +104,22 @@ int sw_maps_rebuild(void) {
         }
     }
     close(fd);
-    atomic_store_explicit(&g_map_count, n, memory_order_relaxed);
+    atomic_store_explicit(&t->count, n, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
-    atomic_fetch_add_explicit(&g_seq, 1, memory_order_acq_rel); // even again: published
+    atomic_fetch_add_explicit(&t->seq, 1, memory_order_acq_rel); // even again
+    atomic_store_explicit(&g_active, (uint32_t)(t - g_tables), memory_order_release);
+    atomic_fetch_add_explicit(&g_generation, 1, memory_order_acq_rel);
     pthread_mutex_unlock(&g_rebuild_lock);
     return rc;
 }
 
 // async-signal-safe: plain reads of static memory validated by the sequence number.
 int sw_maps_find(uint64_t addr, int need, uint64_t *lo, uint64_t *hi) {
-    uint64_t s1 = atomic_load_explicit(&g_seq, memory_order_acquire);
+    const sw_map_table_t *t = &g_tables[atomic_load_explicit(&g_active, memory_order_acquire)];
+    const sw_map_t *g_maps = t->maps;
+    uint64_t s1 = atomic_load_explicit(&t->seq, memory_order_acquire);
     if (s1 & 1) return 0;
-    uint32_t n = atomic_load_explicit(&g_map_count, memory_order_relaxed);
+    uint32_t n = atomic_load_explicit(&t->count, memory_order_relaxed);
     if (n > SW_MAX_MAPS) return 0;
     uint32_t a = 0, b = n;
     uint64_t flo = 0, fhi = 0;
@@ -125,7 +139,7 @@ int sw_maps_find(uint64_t addr, int need, uint64_t *lo, uint64_t *hi) {
         }
     }
     atomic_thread_fence(memory_order_acquire);
-    uint64_t s2 = atomic_load_explicit(&g_seq, memory_order_relaxed);
+    uint64_t s2 = atomic_load_explicit(&t->seq, memory_order_relaxed);
     if (s1 != s2 || !found || (fperms & (uint32_t)need) != (uint32_t)need) return 0;
     *lo = flo;
     *hi = fhi;
@@ -139,7 +153,7 @@ int sw_maps_is_exec(uint64_t addr) {
 }
 
 uint64_t sw_maps_generation(void) {
-    return atomic_load_explicit(&g_seq, memory_order_acquire);
+    return atomic_load_explicit(&g_generation, memory_order_acquire);
 }
 
 int sw_maps_refresh(void) {

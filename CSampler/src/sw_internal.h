@@ -35,6 +35,24 @@ uint64_t sw_maps_generation(void);
 /// async-signal-safe: reads only inside [lo, hi), calls nothing.
 int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *count, uint32_t cap);
 
+// Cookies in si_value tell our signals apart: capture requests ("SW") and ring ticks ("SR").
+#define SW_RING_COOKIE_MAGIC 0x5352ULL
+
+// ---- handler-side capture (capture.c) --------------------------------------------------------
+
+/// Fills `st` from the interrupted context `ucv` (a ucontext_t): PC, SP, and for frame pointers the
+/// checked walk. async-signal-safe.
+void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames);
+
+/// The ring handler (ring.c). async-signal-safe.
+void sw_ring_on_signal(uint64_t cookie, const void *ucv);
+
+/// The walk from an interrupted context: the PC, the leaf's caller when the leaf has no frame of its
+/// own ([sp] holds a return address preceded by a call), then the frame-record chain.
+/// async-signal-safe.
+int sw_fp_walk_context(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t hi, uint64_t *out, uint32_t *count,
+                       uint32_t cap);
+
 // ---- off-thread libunwind (remote_unwind.c) -------------------------------------------------
 
 /// Registers and stack captured by a handler for an unwind done later, outside the handler.

@@ -35,14 +35,17 @@ struct StressTests {
             let flag = UnsafeMutablePointer<Int32>(bitPattern: flagAddress)
             iterations.store(sw_test_dlopen_malloc_loop(lib, symbol, flag), ordering: .releasing)
         }
-        // Threads are created and exit all the time.
+        // Threads are created and exit all the time; only this test's threads are signalled (other
+        // suites run in parallel and their threads must not see our signals).
+        let recent = Mutex<[ThreadID]>([])
         let churn = TestThread(name: "sw-churn") { t in
             while !t.shouldStop {
                 let short = TestThread(name: "sw-short") { _ in
                     var x = 0
-                    for i in 0..<20_000 { x &+= i }
+                    for i in 0..<2_000_000 { x &+= i }
                     _ = x
                 }
+                if let tid = short.tid { recent.withLock { $0 = Array(($0 + [tid]).suffix(4)) } }
                 short.stopAndJoin()
             }
         }
@@ -63,8 +66,8 @@ struct StressTests {
             }
             worst = max(worst, clock.now - t0)
             // Now and then a thread of the churn, which may be gone by the time it is signalled.
-            if answered % 10 == 0, let tids = try? threadIDs() {
-                for tid in tids.suffix(2) where tid != ThreadID.current {
+            if answered % 10 == 0 {
+                for tid in recent.withLock({ $0 }) {
                     switch Result(catching: { () throws(SamplerError) in
                         try sampler.signalCapture(tid, unwinder: unwinder, timeout: timeout)
                     }) {
@@ -88,9 +91,5 @@ struct StressTests {
         // Every capture returns within its deadline plus scheduling slack (2 ms grace for a handler
         // already running, plus this VM's scheduling noise).
         #expect(worst < timeout + .milliseconds(60), "a capture took \(worst)")
-    }
-
-    private func threadIDs() throws -> [ThreadID] {
-        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap { Int32($0) }.map(ThreadID.init(rawValue:))
     }
 }

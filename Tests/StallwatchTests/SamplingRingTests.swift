@@ -1,0 +1,75 @@
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+@testable import Stallwatch
+
+@Suite("Timer-driven sampling rings", .serialized)
+struct SamplingRingTests {
+    @Test("a busy thread is sampled on its CPU clock; its frames name the running functions")
+    func busyThread() throws {
+        let sampler = try StackSampler()
+        let worker = TestThread(name: "sw-ring-busy") { t in _ = stallwatchFixtureAlpha(3, t) }
+        defer { worker.stopAndJoin() }
+        let tid = try #require(worker.tid)
+        let ring = try SamplingRing(sampler: sampler, thread: tid, interval: .milliseconds(10), capacity: 64)
+        usleep(400_000)
+        ring.stop()
+        let samples = ring.drain()
+        // 400 ms of wall time on a 2-core VM: the spinning thread gets most of it.
+        #expect(samples.count >= 10, "only \(samples.count) samples")
+        #expect(samples.allSatisfy { $0.thread == tid && $0.unwinder == .framePointer })
+        let named = samples.filter { fixtureNames(in: $0).first == "stallwatchFixtureLeafSpin" }
+        #expect(named.count >= samples.count / 2)
+        let taken = ring.taken
+        usleep(50_000)
+        #expect(ring.taken == taken, "a stopped ring kept sampling")
+    }
+
+    @Test("a sleeping thread is not sampled and its sleep is not shortened")
+    func sleepingThread() throws {
+        let sampler = try StackSampler()
+        let slept = Atomic<Int>(0)
+        let worker = TestThread(name: "sw-ring-sleep") { _ in
+            let clock = ContinuousClock()
+            let start = clock.now
+            usleep(300_000)
+            slept.store(Int((clock.now - start) / .milliseconds(1)), ordering: .releasing)
+        }
+        defer { worker.stopAndJoin() }
+        let tid = try #require(worker.tid)
+        let ring = try SamplingRing(sampler: sampler, thread: tid, interval: .milliseconds(1))
+        #expect(eventually { slept.load(ordering: .acquiring) > 0 })
+        ring.stop()
+        #expect(ring.drain().count <= 1)
+        #expect(slept.load(ordering: .acquiring) >= 300)
+    }
+
+    @Test("a ring overwrites the oldest samples and counts what was lost")
+    func wraps() throws {
+        let sampler = try StackSampler()
+        let worker = TestThread(name: "sw-ring-wrap") { t in _ = stallwatchFixtureLeafSpin(t) }
+        defer { worker.stopAndJoin() }
+        let tid = try #require(worker.tid)
+        let ring = try SamplingRing(sampler: sampler, thread: tid, interval: .milliseconds(4), capacity: 4)
+        #expect(eventually { ring.taken >= 12 })
+        ring.stop()
+        let samples = ring.drain()
+        #expect(samples.count == 4)
+        #expect(ring.lost + samples.count == Int(ring.taken))
+    }
+
+    @Test("bad arguments are rejected")
+    func badArguments() throws {
+        let sampler = try StackSampler()
+        #expect(throws: SamplerError.self) {
+            _ = try SamplingRing(sampler: sampler, thread: .current, interval: .zero)
+        }
+        #expect(throws: SamplerError.self) {
+            _ = try SamplingRing(sampler: sampler, thread: .current, capacity: 0)
+        }
+        #expect(throws: SamplerError.threadGone(ThreadID(rawValue: 999_999))) {
+            _ = try SamplingRing(sampler: sampler, thread: ThreadID(rawValue: 999_999))
+        }
+    }
+}
