@@ -27,6 +27,8 @@ typedef enum sw_unwinder {
     /// No signal: a checked frame-record scan from the SP/PC the kernel reports for a thread
     /// blocked in a system call.
     SW_UNWIND_SYSCALL_SCAN = 2,
+    /// The handler answers with the PC only: measures the bare signal round trip (the floor).
+    SW_UNWIND_NONE = 3,
 } sw_unwinder_t;
 
 /// One captured stack. frames[0] is the interrupted PC; the rest are return addresses.

@@ -93,6 +93,10 @@ void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, ui
     st->sp = sp;
     st->truncated = 0;
     st->unwinder = (uint8_t)unwinder;
+    if (unwinder == SW_UNWIND_NONE) {
+        st->stack_known = 1; // nothing to bound: the floor takes the PC only
+        return;
+    }
     uint64_t lo = 0, hi = 0;
     st->stack_known = (uint8_t)sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi);
     if (unwinder != SW_UNWIND_FRAME_POINTER) return;
@@ -446,7 +450,9 @@ static int ensure_copy_buffer(sw_slot_t *s) {
 static int validate(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t timeout_ns) {
     if (atomic_load(&g_signo) == 0) return SW_ERR_NOT_INSTALLED;
     if (tid <= 0 || max_frames == 0 || timeout_ns <= 0) return SW_ERR_INVALID;
-    if (unwinder != SW_UNWIND_FRAME_POINTER && unwinder != SW_UNWIND_LIBUNWIND) return SW_ERR_INVALID;
+    if (unwinder != SW_UNWIND_FRAME_POINTER && unwinder != SW_UNWIND_LIBUNWIND && unwinder != SW_UNWIND_NONE) {
+        return SW_ERR_INVALID;
+    }
     if (tid == sw_gettid()) return SW_ERR_SELF;
     return 0;
 }

@@ -1,0 +1,11 @@
+import ArgumentParser
+
+/// `bench`: measures what Stallwatch costs. See `bench sampler --help` for the method.
+@main
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure what Stallwatch costs on this machine.",
+        subcommands: [SamplerBenchmark.self]
+    )
+}
