@@ -1,0 +1,44 @@
+/// The store's file naming: `sw-<16-digit Unix ms>-<kind>-<id>.json`. The time in the name
+/// (not the file's mtime) orders eviction and expiry, so a copied or touched file keeps its age
+/// and tests can inject time. Files not matching the pattern are never touched.
+struct ReportFileName: Comparable {
+    static let prefix = "sw-"
+    static let suffix = ".json"
+    static let temporaryPrefix = ".sw-tmp-"
+    private static let timestampDigits = 16
+
+    let name: String
+    let unixMilliseconds: Int64
+
+    init(unixMilliseconds: Int64, kind: String, id: String) {
+        let digits = String(max(unixMilliseconds, 0))
+        let padded = String(repeating: "0", count: max(0, Self.timestampDigits - digits.count)) + digits
+        self.name = "\(Self.prefix)\(padded)-\(kind)-\(Self.sanitized(id))\(Self.suffix)"
+        self.unixMilliseconds = unixMilliseconds
+    }
+
+    /// Parses a directory entry; `nil` for anything the store did not write.
+    init?(parsing name: String) {
+        guard name.hasPrefix(Self.prefix), name.hasSuffix(Self.suffix) else { return nil }
+        let digits = name.dropFirst(Self.prefix.count).prefix(Self.timestampDigits)
+        guard digits.count == Self.timestampDigits, digits.allSatisfy(\.isASCII), let value = Int64(digits) else {
+            return nil
+        }
+        self.name = name
+        self.unixMilliseconds = value
+    }
+
+    static func < (lhs: ReportFileName, rhs: ReportFileName) -> Bool {
+        (lhs.unixMilliseconds, lhs.name) < (rhs.unixMilliseconds, rhs.name)
+    }
+
+    /// Ids come from callers; keep file names portable and free of path separators.
+    private static func sanitized(_ id: String) -> String {
+        let allowed = id.unicodeScalars.prefix(64).map { scalar -> Character in
+            let ok = scalar.isASCII && (("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar)
+                || ("0"..."9").contains(scalar) || scalar == "-" || scalar == "_")
+            return ok ? Character(scalar) : "_"
+        }
+        return allowed.isEmpty ? "report" : String(allowed)
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import StallwatchPolicy
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Bounds of a report directory *(matrix: 10-day expiry)*.
+public struct ReportStoreLimits: Sendable, Equatable {
+    /// Keep at most this many reports; the oldest are evicted first.
+    public var maxCount: Int
+    /// Keep at most this many bytes of reports; the oldest are evicted first.
+    public var maxTotalBytes: Int
+    /// Reports older than this (by the time in their file name) are deleted.
+    public var maxAge: Duration
+
+    /// Creates limits; the defaults are 200 reports, 64 MiB and 10 days.
+    public init(maxCount: Int = 200, maxTotalBytes: Int = 64 << 20, maxAge: Duration = .seconds(10 * 86_400)) {
+        self.maxCount = maxCount
+        self.maxTotalBytes = maxTotalBytes
+        self.maxAge = maxAge
+    }
+}
+
+/// A report file in the store.
+public struct StoredReport: Sendable, Equatable {
+    /// Full path.
+    public var path: String
+    /// The write time recorded in the file name, Unix epoch milliseconds.
+    public var unixMilliseconds: Int64
+    /// Size in bytes.
+    public var bytes: Int
+}
+
+/// Writes reports as JSON files into a bounded, owner-only directory.
+///
+/// Each write is atomic (a `0600` temporary file in the same directory, synced, then renamed),
+/// so readers never see a partial report and a failure leaves nothing behind. After each write
+/// the directory is pruned: expired reports first, then the oldest until within the count and
+/// byte limits. Not synchronized across threads or processes: give each store one writer.
+public struct ReportStore: Sendable {
+    /// The report directory.
+    public let directory: String
+    /// The directory's bounds.
+    public let limits: ReportStoreLimits
+
+    /// A store writing into `directory` (created with mode 0700 on first write).
+    public init(directory: String, limits: ReportStoreLimits = ReportStoreLimits()) {
+        self.directory = directory
+        self.limits = limits
+    }
+
+    /// Writes `report` and prunes the directory; returns the new file's path.
+    ///
+    /// - Parameter now: the wall-clock time recorded in the file name and used for expiry;
+    ///   injectable for tests.
+    @discardableResult
+    public func write(_ report: StallReport, now: Date = Date()) throws(ReportStoreError) -> String {
+        let bytes = try Self.encode(report)
+        guard bytes.count <= limits.maxTotalBytes else {
+            throw .reportTooLarge(bytes: bytes.count, limit: limits.maxTotalBytes)
+        }
+        try ReportDirectoryIO.ensureDirectory(directory)
+        let name = ReportFileName(unixMilliseconds: Self.milliseconds(now), kind: report.kind.rawValue, id: report.id)
+        let finalPath = path(name.name)
+        // Unique per process and per call, so two writers never share a temporary file.
+        let temporaryPath = path("\(ReportFileName.temporaryPrefix)\(getpid())-\(UInt32.random(in: .min ... .max))-\(name.name)")
+        try ReportDirectoryIO.writeNewFile(temporaryPath, bytes)
+        if rename(temporaryPath, finalPath) != 0 {
+            let code = errno
+            unlink(temporaryPath)
+            throw .cannotRename(from: temporaryPath, to: finalPath, errno: code)
+        }
+        ReportDirectoryIO.syncDirectory(directory)
+        // The report is safely written; failing to evict must not turn that into an error.
+        _ = try? prune(now: now, keeping: name.name)
+        return finalPath
+    }
+
+    /// Deletes expired reports, then the oldest until within the limits; returns removed paths.
+    @discardableResult
+    public func prune(now: Date = Date()) throws(ReportStoreError) -> [String] {
+        try prune(now: now, keeping: nil)
+    }
+
+    /// The store's reports, oldest first. An absent directory holds none.
+    public func storedReports() throws(ReportStoreError) -> [StoredReport] {
+        guard access(directory, F_OK) == 0 else { return [] }
+        let names = try ReportDirectoryIO.list(directory).compactMap(ReportFileName.init(parsing:)).sorted()
+        return names.compactMap { name in
+            ReportDirectoryIO.regularFileSize(path(name.name)).map {
+                StoredReport(path: path(name.name), unixMilliseconds: name.unixMilliseconds, bytes: $0)
+            }
+        }
+    }
+
+    /// Reads and decodes one report file.
+    public func read(_ path: String) throws(ReportStoreError) -> StallReport {
+        let bytes = try ReportDirectoryIO.readAll(path)
+        do {
+            return try JSONDecoder().decode(StallReport.self, from: Data(bytes))
+        } catch {
+            throw .decodingFailed(path: path, reason: "\(error)")
+        }
+    }
+
+    private func prune(now: Date, keeping protected: String?) throws(ReportStoreError) -> [String] {
+        var reports = try storedReports()
+        let oldestAllowed = Self.milliseconds(now) - limits.maxAge.clampedNanoseconds / 1_000_000
+        var removed: [String] = []
+        func remove(at index: Int) {
+            if unlink(reports[index].path) == 0 || errno == ENOENT { removed.append(reports[index].path) }
+            reports.remove(at: index)
+        }
+        var index = 0
+        while index < reports.count {
+            if reports[index].unixMilliseconds < oldestAllowed, reports[index].path != protected.map(path) {
+                remove(at: index)
+            } else {
+                index += 1
+            }
+        }
+        while reports.count > limits.maxCount || reports.reduce(0, { $0 + $1.bytes }) > limits.maxTotalBytes {
+            guard let victim = reports.firstIndex(where: { $0.path != protected.map(path) }) else { break }
+            remove(at: victim)
+        }
+        return removed
+    }
+
+    private func path(_ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+
+    private static func encode(_ report: StallReport) throws(ReportStoreError) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        do {
+            return Array(try encoder.encode(report))
+        } catch {
+            throw .encodingFailed(reason: "\(error)")
+        }
+    }
+
+    private static func milliseconds(_ date: Date) -> Int64 {
+        let value = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        return Int64(exactly: value) ?? 0
+    }
+}

@@ -1,0 +1,78 @@
+/// Names the reason a thread is stalled from what `/proc` says about it — beyond matrix, which
+/// only reports stacks. Pure: evidence in, cause out.
+public struct CauseClassifier: Sendable, Equatable {
+    /// More threads than this classifies as ``StallCauseKind/tooManyThreads``.
+    public var threadCountCutoff: Int
+    /// A running thread with CPU at or above this fraction of wall time is CPU-bound (0.5).
+    public var cpuBoundFraction: Double
+
+    /// Creates a classifier.
+    public init(threadCountCutoff: Int = 64, cpuBoundFraction: Double = 0.5) {
+        self.threadCountCutoff = threadCountCutoff
+        self.cpuBoundFraction = cpuBoundFraction
+    }
+
+    /// Creates a classifier using the configuration's thread cut-off.
+    public init(configuration: WatchdogConfiguration) {
+        self.init(threadCountCutoff: configuration.threadCountCutoff)
+    }
+
+    /// Classifies one thread's evidence. Order matters: the thread count trumps everything (as
+    /// in matrix), then the scheduler state, then the syscall.
+    public func classify(_ e: ThreadEvidence) -> StallCause {
+        if e.threadCount > threadCountCutoff {
+            return StallCause(
+                kind: .tooManyThreads,
+                evidence: "\(e.threadCount) threads exceed the cut-off of \(threadCountCutoff); other threads were not walked",
+                threadCount: e.threadCount)
+        }
+        let cpu = "CPU \(DurationText.milliseconds(e.cpuTimeDelta)) of \(DurationText.milliseconds(e.wallDelta)) wall (\(DurationText.percent(e.cpuFraction)))"
+        switch e.state {
+        case "R":
+            return classifyRunnable(e, cpu: cpu)
+        case "D":
+            let call = e.syscall.map { " in \(Self.callName($0))" } ?? ""
+            return StallCause(kind: .diskIO, evidence: "state D (uninterruptible wait, usually storage)\(call); \(cpu)", syscall: e.syscall)
+        default:
+            break
+        }
+        if let number = e.syscall {
+            return classifySyscall(number, e, cpu: cpu)
+        }
+        if e.cpuFraction >= cpuBoundFraction {
+            return StallCause(kind: .cpuBound, evidence: "state \(e.state) now, but \(cpu) during the stall")
+        }
+        return StallCause(kind: .unknown, evidence: "state \(e.state), no syscall known; \(cpu)")
+    }
+
+    private func classifyRunnable(_ e: ThreadEvidence, cpu: String) -> StallCause {
+        let queue = e.runQueueWaitDelta.map { "; waited \(DurationText.milliseconds($0)) for a CPU" } ?? ""
+        if e.cpuFraction >= cpuBoundFraction {
+            return StallCause(kind: .cpuBound, evidence: "running; \(cpu)\(queue)")
+        }
+        return StallCause(kind: .starved, evidence: "runnable but little CPU: \(cpu)\(queue)")
+    }
+
+    private func classifySyscall(_ number: Int, _ e: ThreadEvidence, cpu: String) -> StallCause {
+        typealias S = SyscallNumber
+        let call = Self.callName(number)
+        let on = e.fdKind.map { " on a \($0.rawValue) descriptor" } ?? ""
+        func cause(_ kind: StallCauseKind, _ why: String) -> StallCause {
+            StallCause(kind: kind, evidence: "state \(e.state) in \(call)\(on): \(why); \(cpu)", syscall: number)
+        }
+        if number == S.futex { return cause(.lockWait, "waiting on a lock or condition") }
+        if S.sleeps.contains(number) { return cause(.sleeping, "sleeping on purpose") }
+        if S.readinessWaits.contains(number) { return cause(.networkIO, "waiting for descriptors to become ready") }
+        if S.socketOnly.contains(number) || (S.transfer.contains(number) && e.fdKind == .socket) {
+            return cause(.networkIO, "socket I/O")
+        }
+        if S.storageOnly.contains(number) || (S.transfer.contains(number) && e.fdKind == .file) {
+            return cause(.diskIO, "file I/O")
+        }
+        return StallCause(kind: .blockedInSyscall, evidence: "state \(e.state) in \(call)\(on); \(cpu)", syscall: number)
+    }
+
+    private static func callName(_ number: Int) -> String {
+        SyscallNumber.name(of: number) ?? "syscall \(number)"
+    }
+}

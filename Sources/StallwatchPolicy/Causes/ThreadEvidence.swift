@@ -1,0 +1,63 @@
+/// The kind of file a descriptor refers to (from `/proc/self/fd/<n>` or `fstat`).
+public enum FDKind: String, Sendable, Codable, Equatable, CaseIterable {
+    /// A socket of any family.
+    case socket
+    /// A pipe or FIFO.
+    case pipe
+    /// A regular file (or block device): storage.
+    case file
+    /// An `eventfd`.
+    case eventfd
+    /// An `epoll` instance.
+    case epoll
+    /// A `timerfd`.
+    case timerfd
+    /// Anything else (character device, `signalfd`, …).
+    case other
+}
+
+/// What the watchdog learned about the stalled thread without signalling it, over one
+/// observation window (the deltas are since the stall's start or the previous round).
+public struct ThreadEvidence: Sendable, Equatable {
+    /// The `/proc/<tid>/stat` state letter: `R` running, `S` sleeping, `D` uninterruptible, ….
+    public var state: Character
+    /// The x86_64 syscall number the thread is blocked in, from `/proc/<tid>/syscall`; `nil`
+    /// when it is running in user space or the number is unknown.
+    public var syscall: Int?
+    /// The kind of the syscall's descriptor argument, when it has one and it could be resolved.
+    public var fdKind: FDKind?
+    /// CPU time the thread used during the window.
+    public var cpuTimeDelta: Duration
+    /// Wall time of the window.
+    public var wallDelta: Duration
+    /// Time spent runnable but waiting for a CPU during the window (`schedstat`), if known.
+    public var runQueueWaitDelta: Duration?
+    /// Threads in the process.
+    public var threadCount: Int
+
+    /// Creates evidence.
+    public init(
+        state: Character, syscall: Int? = nil, fdKind: FDKind? = nil,
+        cpuTimeDelta: Duration, wallDelta: Duration, runQueueWaitDelta: Duration? = nil,
+        threadCount: Int
+    ) {
+        self.state = state
+        self.syscall = syscall
+        self.fdKind = fdKind
+        self.cpuTimeDelta = cpuTimeDelta
+        self.wallDelta = wallDelta
+        self.runQueueWaitDelta = runQueueWaitDelta
+        self.threadCount = threadCount
+    }
+
+    /// CPU time as a fraction of wall time (0 when the window is empty).
+    var cpuFraction: Double {
+        wallDelta > .zero ? cpuTimeDelta / wallDelta : 0
+    }
+
+    /// Run-queue wait as a fraction of wall time, if known.
+    var runQueueFraction: Double? {
+        guard let wait = runQueueWaitDelta, wallDelta > .zero else { return nil }
+        return wait / wallDelta
+    }
+}

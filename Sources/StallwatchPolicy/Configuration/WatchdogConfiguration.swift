@@ -1,0 +1,72 @@
+/// Everything the watchdog policy can be tuned by. Defaults are matrix's *(matrix)*.
+///
+/// Construct, then call ``validated()`` before use: the initializer accepts anything so that a
+/// decoded configuration can be checked in one place with one kind of error.
+public struct WatchdogConfiguration: Sendable, Equatable {
+    /// A loop busy for strictly longer than this is stalled (2 s; milliseconds are valid).
+    public var threshold: Duration
+    /// How often the watchdog checks each loop (threshold / 2).
+    public var checkPeriod: Duration
+    /// Time between stack samples of a suspected loop (50 ms).
+    public var sampleInterval: Duration
+    /// Samples kept per loop (checkPeriod / sampleInterval, 20 by default).
+    public var ringCapacity: Int
+    /// Frames kept per sample (100).
+    public var maxFrames: Int
+    /// Above this many threads at a stall, the cause is "too many threads" and other threads are
+    /// not walked (64).
+    public var threadCountCutoff: Int
+    /// A check round whose own wall gap exceeds this means the process was stopped (SIGSTOP,
+    /// debugger, VM pause): reset, never report (10 s).
+    public var suspensionLimit: Duration
+    /// At most this many reports per rolling ``reportWindow`` (100); the rest are counted.
+    public var reportCapPerWindow: Int
+    /// The rolling window for ``reportCapPerWindow`` (24 h).
+    public var reportWindow: Duration
+    /// Sample every loop all the time rather than only when suspected (false).
+    public var sampleContinuously: Bool
+    /// Start sampling once busy longer than this fraction of the threshold (0.5).
+    public var suspicionFraction: Double
+    /// CPU-usage policy settings.
+    public var cpu: CPUConfiguration
+
+    /// Creates a configuration. `checkPeriod` defaults to `threshold / 2` and `ringCapacity` to
+    /// `checkPeriod / sampleInterval` (at least 1), so changing the threshold alone stays coherent.
+    public init(
+        threshold: Duration = .seconds(2),
+        checkPeriod: Duration? = nil,
+        sampleInterval: Duration = .milliseconds(50),
+        ringCapacity: Int? = nil,
+        maxFrames: Int = 100,
+        threadCountCutoff: Int = 64,
+        suspensionLimit: Duration = .seconds(10),
+        reportCapPerWindow: Int = 100,
+        reportWindow: Duration = .seconds(24 * 60 * 60),
+        sampleContinuously: Bool = false,
+        suspicionFraction: Double = 0.5,
+        cpu: CPUConfiguration = CPUConfiguration()
+    ) {
+        let period = checkPeriod ?? threshold / 2
+        self.threshold = threshold
+        self.checkPeriod = period
+        self.sampleInterval = sampleInterval
+        self.ringCapacity = ringCapacity ?? Self.derivedRingCapacity(period: period, interval: sampleInterval)
+        self.maxFrames = maxFrames
+        self.threadCountCutoff = threadCountCutoff
+        self.suspensionLimit = suspensionLimit
+        self.reportCapPerWindow = reportCapPerWindow
+        self.reportWindow = reportWindow
+        self.sampleContinuously = sampleContinuously
+        self.suspicionFraction = suspicionFraction
+        self.cpu = cpu
+    }
+
+    /// One check period's worth of samples; guarded so a nonsense interval cannot trap here
+    /// (validation reports it instead).
+    static func derivedRingCapacity(period: Duration, interval: Duration) -> Int {
+        guard interval > .zero, period > .zero else { return 1 }
+        let ratio = period / interval
+        guard ratio.isFinite, ratio < Double(Int32.max) else { return 1 }
+        return max(1, Int(ratio))
+    }
+}

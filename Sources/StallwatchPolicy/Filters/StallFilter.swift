@@ -1,0 +1,46 @@
+/// matrix's report filters, applied in matrix's order: trivial stack, annealing, rate cap.
+/// Keep one per monitored loop (annealing is per loop); share nothing else.
+public struct StallFilter: Sendable {
+    private var annealing = AnnealingSchedule()
+    private var limiter: RollingReportLimiter
+    private var filteredSinceLastReport = 0
+
+    /// Creates a filter from a (validated) configuration.
+    public init(configuration: WatchdogConfiguration) {
+        limiter = RollingReportLimiter(capacity: configuration.reportCapPerWindow, window: configuration.reportWindow)
+    }
+
+    /// Reports suppressed by the rate cap since monitoring started.
+    public var suppressedTotal: Int { limiter.suppressedTotal }
+
+    /// Decides whether a stall whose blamed path is `signature` may be reported in check
+    /// `round` at `now`.
+    public mutating func evaluate(_ signature: StackSignature, round: Int, now: MonotonicInstant) -> FilterDecision {
+        guard signature.depth > 1 else {
+            filteredSinceLastReport += 1
+            return .filtered(.trivialStack)
+        }
+        if case .wait(let next) = annealing.admit(signature, round: round) {
+            filteredSinceLastReport += 1
+            return .filtered(.annealing(nextAllowedRound: next))
+        }
+        // Annealing advanced even if the cap now suppresses the report, so the suppressed count
+        // reflects reports that would have been written, not one per round.
+        switch limiter.admit(at: now) {
+        case .suppressed(let soFar):
+            return .filtered(.rateLimited(suppressedSoFar: soFar))
+        case .admitted(let suppressedBefore):
+            defer { filteredSinceLastReport = 0 }
+            return .report(ReportCounters(
+                filteredSinceLastReport: filteredSinceLastReport,
+                suppressedSinceLastReport: suppressedBefore,
+                suppressedTotal: limiter.suppressedTotal))
+        }
+    }
+
+    /// The stall ended (or the process resumed from a stop): the next stall of the same stack
+    /// is reported at once.
+    public mutating func stallEnded() {
+        annealing.reset()
+    }
+}

@@ -1,0 +1,47 @@
+/// A thread's identity.
+public struct ThreadIdentity: Sendable, Equatable, Codable {
+    /// Kernel thread id (`gettid()`).
+    public var id: Int32
+    /// Thread name (`comm`, at most 15 bytes on Linux).
+    public var name: String
+
+    /// Creates an identity.
+    public init(id: Int32, name: String) {
+        self.id = id
+        self.name = name
+    }
+}
+
+/// Another thread's state and stack at the stall.
+public struct ThreadStack: Sendable, Equatable, Codable {
+    /// Which thread.
+    public var thread: ThreadIdentity
+    /// `/proc` state letter as a one-character string.
+    public var state: String
+    /// Syscall it was blocked in, if any.
+    public var syscall: Int?
+    /// Its stack, leaf first.
+    public var frames: [ReportFrame]
+
+    /// Creates a thread stack.
+    public init(thread: ThreadIdentity, state: String, syscall: Int? = nil, frames: [ReportFrame]) {
+        self.thread = thread
+        self.state = state
+        self.syscall = syscall
+        self.frames = frames
+    }
+}
+
+/// A thread's CPU usage over the report's window.
+public struct ThreadCPUUsage: Sendable, Equatable, Codable {
+    /// Which thread.
+    public var thread: ThreadIdentity
+    /// CPU time ÷ wall time × 100 (100 = one full core).
+    public var cpuPercent: Double
+
+    /// Creates a usage entry.
+    public init(thread: ThreadIdentity, cpuPercent: Double) {
+        self.thread = thread
+        self.cpuPercent = cpuPercent
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import Stallwatch
+import StallwatchPolicy
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite struct ReportStoreTests {
+    /// A fresh directory path (not yet created) under the system temporary directory.
+    private static func scratch() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("report-store-\(UUID().uuidString)").path
+    }
+
+    private static func report(_ id: String, padding: Int = 0) -> StallReport {
+        StallReport(
+            kind: .stall, id: id, loopName: String(repeating: "x", count: padding),
+            startTimeUnixNanoseconds: 1_700_000_000_000_000_000, duration: .seconds(3), durationIsFinal: true,
+            blamedStack: [ReportFrame(address: 0x1234, info: SymbolInfo(symbol: "f()"), sampleCount: 20)],
+            threadCount: 3, configuration: WatchdogConfiguration())
+    }
+
+    private static let day: TimeInterval = 86_400
+    private static func date(_ seconds: TimeInterval) -> Date { Date(timeIntervalSince1970: 1_700_000_000 + seconds) }
+
+    private func mode(_ path: String) -> mode_t {
+        var info = stat()
+        #expect(stat(path, &info) == 0)
+        return info.st_mode & 0o777
+    }
+
+    @Test func roundTripsThroughTheFile() throws {
+        let dir = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = ReportStore(directory: dir)
+        let path = try store.write(Self.report("a/b c"), now: Self.date(0))
+        #expect(path.hasPrefix(dir + "/sw-"))
+        #expect(path.hasSuffix("-stall-a_b_c.json"))
+        #expect(try store.read(path) == Self.report("a/b c"))
+        #expect(try store.storedReports().map(\.path) == [path])
+    }
+
+    @Test func filesAre0600AndNewDirectories0700() throws {
+        let root = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let dir = root + "/nested/reports"
+        let path = try ReportStore(directory: dir).write(Self.report("p"), now: Self.date(0))
+        #expect(mode(path) == 0o600)
+        #expect(mode(dir) == 0o700)
+        #expect(mode(root + "/nested") == 0o700)
+    }
+
+    @Test func evictsOldestByCount() throws {
+        let dir = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = ReportStore(directory: dir, limits: ReportStoreLimits(maxCount: 3))
+        for index in 0..<5 {
+            try store.write(Self.report("r\(index)"), now: Self.date(TimeInterval(index)))
+        }
+        let kept = try store.storedReports().map { try store.read($0.path).id }
+        #expect(kept == ["r2", "r3", "r4"])
+    }
+
+    @Test func evictsOldestByBytes() throws {
+        let dir = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let probe = ReportStore(directory: dir)
+        let size = try #require(try probe.storedReports(for: probe.write(Self.report("size", padding: 1000), now: Self.date(0))))
+        try probe.prune(now: Self.date(100 * Self.day))  // expire the probe file
+        #expect(try probe.storedReports().isEmpty)
+
+        let store = ReportStore(directory: dir, limits: ReportStoreLimits(maxTotalBytes: size * 5 / 2))
+        for index in 0..<4 {
+            try store.write(Self.report("b\(index)", padding: 1000), now: Self.date(100 * Self.day + TimeInterval(index)))
+        }
+        let reports = try store.storedReports()
+        #expect(try reports.map { try store.read($0.path).id } == ["b2", "b3"])
+        #expect(reports.reduce(0) { $0 + $1.bytes } <= size * 5 / 2)
+    }
+
+    @Test func expiresAfterTenDaysWithInjectedNow() throws {
+        let dir = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = ReportStore(directory: dir)
+        try store.write(Self.report("old"), now: Self.date(0))
+        try store.write(Self.report("recent"), now: Self.date(5 * Self.day))
+        #expect(try store.prune(now: Self.date(10 * Self.day)).isEmpty)
+        let removed = try store.prune(now: Self.date(10 * Self.day + 1))
+        #expect(removed.count == 1)
+        #expect(try store.storedReports().map { try store.read($0.path).id } == ["recent"])
+        // A write also expires.
+        try store.write(Self.report("new"), now: Self.date(16 * Self.day))
+        #expect(try store.storedReports().map { try store.read($0.path).id } == ["new"])
+    }
+
+    @Test func unwritableDirectoryIsATypedErrorAndLeavesNothing() throws {
+        let root = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: false)
+        let blocker = root + "/plain-file"
+        #expect(FileManager.default.createFile(atPath: blocker, contents: Data("x".utf8)))
+
+        let under = ReportStore(directory: blocker + "/reports")
+        #expect(throws: ReportStoreError.cannotCreateDirectory(path: blocker + "/reports", errno: ENOTDIR)) {
+            try under.write(Self.report("u"), now: Self.date(0))
+        }
+        #expect(throws: ReportStoreError.notADirectory(path: blocker)) {
+            try ReportStore(directory: blocker).write(Self.report("u"), now: Self.date(0))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: root) == ["plain-file"])
+        do {
+            try under.write(Self.report("u"))
+            Issue.record("writing under a regular file must fail")
+        } catch {
+            #expect(error.description.contains(blocker))
+            #expect(error.description.contains("Not a directory"))
+        }
+    }
+
+    @Test func failedRenameRemovesTheTemporaryFile() throws {
+        let dir = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // Occupy the final name with a non-empty directory so that rename(2) fails.
+        let occupied = dir + "/sw-0001700000000000-stall-clash.json"
+        try FileManager.default.createDirectory(atPath: occupied + "/inside", withIntermediateDirectories: true)
+        #expect {
+            try ReportStore(directory: dir).write(Self.report("clash"), now: Self.date(0))
+        } throws: { error in
+            guard case .cannotRename(_, let to, _)? = error as? ReportStoreError else { return false }
+            return to == occupied
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["sw-0001700000000000-stall-clash.json"])
+    }
+
+    @Test func tooLargeReportIsRejectedBeforeWriting() throws {
+        let dir = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = ReportStore(directory: dir, limits: ReportStoreLimits(maxTotalBytes: 100))
+        #expect {
+            try store.write(Self.report("big"), now: Self.date(0))
+        } throws: { error in
+            guard case .reportTooLarge(_, 100)? = error as? ReportStoreError else { return false }
+            return true
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir))
+    }
+
+    @Test func foreignFilesAreNeverEvicted() throws {
+        let dir = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = ReportStore(directory: dir, limits: ReportStoreLimits(maxCount: 1))
+        try store.write(Self.report("first"), now: Self.date(0))
+        #expect(FileManager.default.createFile(atPath: dir + "/notes.json", contents: Data("{}".utf8)))
+        try store.write(Self.report("second"), now: Self.date(1))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted().count == 2)
+        #expect(FileManager.default.fileExists(atPath: dir + "/notes.json"))
+    }
+}
+
+extension ReportStore {
+    /// The size of the file at `path`, via the store's own listing.
+    fileprivate func storedReports(for path: String) throws -> Int? {
+        try storedReports().first { $0.path == path }?.bytes
+    }
+}
