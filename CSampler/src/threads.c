@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -301,6 +302,18 @@ int sw_fd_describe(int fd, char *buf, size_t cap) {
     if (n < 0) return errno == ENOENT ? -EBADF : -errno;  // no such entry: the fd is not open
     buf[n] = '\0';
     return (int)n;
+}
+
+int sw_thread_set_name(const char *name) {
+    if (name == NULL) return -EINVAL;
+    // pthread_setname_np rejects names over 15 bytes with ERANGE; a cut name is more useful.
+    char comm[16];
+    size_t n = strlen(name);
+    if (n > sizeof comm - 1) n = sizeof comm - 1;
+    memcpy(comm, name, n);
+    comm[n] = '\0';
+    int rc = pthread_setname_np(pthread_self(), comm);
+    return rc == 0 ? 0 : -rc;
 }
 
 int sw_process_memory(uint64_t *rss_bytes, uint64_t *vm_bytes) {
