@@ -148,8 +148,7 @@ static const char *parse_hex(const char *p, uint64_t *out) {
 
 // ---- public API ----
 
-// Not async-signal-safe in the formal sense only because getdents64 is not on the POSIX list;
-// it takes no locks and allocates nothing.
+// async-signal-safe: open, raw getdents64, close; no locks, no allocation.
 int sw_threads_list(int32_t *tids, size_t cap, size_t *count) {
     if (count == NULL || (tids == NULL && cap != 0)) return -EINVAL;
     int fd;
@@ -192,6 +191,7 @@ int sw_threads_list(int32_t *tids, size_t cap, size_t *count) {
     return result;
 }
 
+// async-signal-safe: open/read/close/stat and in-place parsing only.
 int sw_thread_stat(int32_t tid, sw_thread_stat_t *out) {
     if (out == NULL) return -EINVAL;
     char buf[1024];
@@ -236,6 +236,7 @@ int sw_thread_stat(int32_t tid, sw_thread_stat_t *out) {
     return have_processor ? 0 : -EPROTO;
 }
 
+// async-signal-safe: open/read/close/stat and in-place parsing only.
 int sw_thread_sigblk(int32_t tid, uint64_t *mask) {
     if (mask == NULL) return -EINVAL;
     // SigBlk sits well before the long Cpus_allowed lists, so the head of the file suffices.
@@ -248,6 +249,7 @@ int sw_thread_sigblk(int32_t tid, uint64_t *mask) {
     return 0;
 }
 
+// async-signal-safe: open/read/close/stat and in-place parsing only.
 int sw_thread_syscall(int32_t tid, sw_thread_syscall_t *out) {
     if (out == NULL) return -EINVAL;
     char buf[256];
@@ -279,6 +281,7 @@ int sw_thread_syscall(int32_t tid, sw_thread_syscall_t *out) {
     return 0;
 }
 
+// async-signal-safe: open/read/close/stat and in-place parsing only.
 int sw_thread_schedstat(int32_t tid, uint64_t *run_ns, uint64_t *wait_ns, uint64_t *timeslices) {
     if (run_ns == NULL || wait_ns == NULL || timeslices == NULL) return -EINVAL;
     char buf[128];
@@ -304,6 +307,7 @@ int sw_fd_describe(int fd, char *buf, size_t cap) {
     return (int)n;
 }
 
+// Not async-signal-safe (pthread_setname_np); called once per thread at start-up.
 int sw_thread_set_name(const char *name) {
     if (name == NULL) return -EINVAL;
     // pthread_setname_np rejects names over 15 bytes with ERANGE; a cut name is more useful.
@@ -316,6 +320,7 @@ int sw_thread_set_name(const char *name) {
     return rc == 0 ? 0 : -rc;
 }
 
+// Not async-signal-safe: sysconf is not on the POSIX list (it does not allocate here, but no promise).
 int sw_process_memory(uint64_t *rss_bytes, uint64_t *vm_bytes) {
     if (rss_bytes == NULL || vm_bytes == NULL) return -EINVAL;
     char buf[256];
