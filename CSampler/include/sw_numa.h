@@ -25,6 +25,13 @@ int sw_numa_node_memory(int node, int64_t *size_bytes, int64_t *free_bytes);
 /// CPUs of `node` into `cpus` (up to `cap`); `*count` receives how many there are. Returns 0 or -errno.
 int sw_numa_node_cpus(int node, int32_t *cpus, size_t cap, size_t *count);
 
+/// Id of the `index`-th node (0 <= index < sw_numa_node_count()); node ids may be sparse. -1 when out of range.
+int sw_numa_node_id(int index);
+
+/// The CPU the calling thread is running on now (sched_getcpu), or -errno.
+/// Async-signal-safe in practice: a vDSO/rseq read or a raw getcpu syscall, no locks.
+int sw_current_cpu(void);
+
 #ifdef __cplusplus
 }
 #endif

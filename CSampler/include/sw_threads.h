@@ -55,6 +55,13 @@ int sw_thread_schedstat(int32_t tid, uint64_t *run_ns, uint64_t *wait_ns, uint64
 /// ("socket:[123]", "pipe:[45]", "/var/log/x", "anon_inode:[eventfd]"). Returns the length or -errno.
 int sw_fd_describe(int fd, char *buf, size_t cap);
 
+/// Names the calling thread (comm, as `ps -L` and /proc show it); longer names are cut to 15 bytes
+/// instead of failing. Returns 0 or -errno.
+int sw_thread_set_name(const char *name);
+
+/// Resident and virtual size of this process in bytes, from /proc/self/statm. Returns 0 or -errno.
+int sw_process_memory(uint64_t *rss_bytes, uint64_t *vm_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,6 +23,19 @@ static size_t safe_read(uint64_t addr, void *buf, size_t len) {
     return r < 0 ? 0 : (size_t)r;
 }
 
+// A return address points just past a call instruction. Code is read with safe_read: the module
+// could be unloaded meanwhile by another thread.
+static int looks_like_return(uint64_t ret) {
+    if (ret < 8 || !sw_maps_is_exec(ret)) return 0;
+    uint8_t c[8];
+    if (safe_read(ret - 8, c, 8) != 8) return 0;
+    const uint8_t *e = c + 8; // e[-k] is the byte k before ret
+    return e[-5] == 0xE8 || (e[-2] == 0xFF && (e[-1] & 0xF8) == 0xD0) || (e[-6] == 0xFF && e[-5] == 0x15) ||
+           (e[-3] == 0xFF && (e[-2] & 0xF8) == 0x50) || (e[-6] == 0xFF && (e[-5] & 0xF8) == 0x90) ||
+           (e[-3] == 0xFF && e[-2] == 0x14) || (e[-4] == 0xFF && e[-3] == 0x54) ||
+           (e[-7] == 0xFF && e[-6] == 0x94) || (e[-2] == 0xFF && (e[-1] & 0xF8) == 0x10);
+}
+
 static uint64_t word_at(const uint64_t *w, uint64_t base, uint64_t nwords, uint64_t addr, int *ok) {
     if (addr < base || (addr - base) / 8 >= nwords || (addr & 7) != 0) {
         *ok = 0;
@@ -38,11 +51,11 @@ static int plausible_record(const uint64_t *w, uint64_t base, uint64_t nwords, u
     int ok1, ok2;
     uint64_t next = word_at(w, base, nwords, a, &ok1);
     uint64_t ret = word_at(w, base, nwords, a + 8, &ok2);
-    if (!ok1 || !ok2 || !sw_maps_is_exec(ret)) return 0;
+    if (!ok1 || !ok2 || !looks_like_return(ret)) return 0;
     if (next == 0) return 1;
     if (next <= a || next >= hi || (next & 7) != 0) return 0;
     uint64_t ret2 = word_at(w, base, nwords, next + 8, &ok2);
-    return !ok2 || ret2 == 0 || sw_maps_is_exec(ret2);
+    return !ok2 || ret2 == 0 || looks_like_return(ret2);
 }
 
 int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_frames, sw_stack_t *out) {
@@ -80,7 +93,7 @@ int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_
             record = a;
             break;
         }
-        if (first_ret_at == 0 && sw_maps_is_exec(w[i])) first_ret_at = a;
+        if (first_ret_at == 0 && looks_like_return(w[i])) first_ret_at = a;
     }
     if (record == 0) {
         out->truncated = 1;

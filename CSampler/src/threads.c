@@ -1,50 +1,350 @@
-// TEMPORARY minimal versions for the capture work; replaced by the full implementation.
+// Thread facts from /proc/self/task without signalling the thread.
+// No malloc and no stdio: everything goes through fixed stack buffers and raw open/read/close,
+// so the watchdog can call these while other threads are parked or hold the allocator lock.
 #include "sw_threads.h"
+
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int32_t sw_gettid(void) { return (int32_t)syscall(SYS_gettid); }
+// async-signal-safe: a raw syscall, no libc state (glibc's gettid() wrapper is only in newer glibc).
+int32_t sw_gettid(void) {
+    return (int32_t)syscall(SYS_gettid);
+}
 
-int sw_thread_sigblk(int32_t tid, uint64_t *mask) {
+// ---- small helpers (all async-signal-safe: no locale, no allocation) ----
+
+// Appends `s` to `buf` at `*len`; false when it would not fit with a NUL.
+static bool append_str(char *buf, size_t cap, size_t *len, const char *s) {
+    size_t n = strlen(s);
+    if (*len + n + 1 > cap) return false;
+    memcpy(buf + *len, s, n);
+    *len += n;
+    buf[*len] = '\0';
+    return true;
+}
+
+static bool append_uint(char *buf, size_t cap, size_t *len, uint64_t v) {
+    char digits[24];
+    size_t n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    if (*len + n + 1 > cap) return false;
+    while (n > 0) buf[(*len)++] = digits[--n];
+    buf[*len] = '\0';
+    return true;
+}
+
+// "/proc/self/task/<tid>/<leaf>"; snprintf is avoided because it is not async-signal-safe.
+static bool task_path(char *buf, size_t cap, int32_t tid, const char *leaf) {
+    size_t len = 0;
+    buf[0] = '\0';
+    return append_str(buf, cap, &len, "/proc/self/task/") && append_uint(buf, cap, &len, (uint64_t)tid) &&
+           append_str(buf, cap, &len, "/") && append_str(buf, cap, &len, leaf);
+}
+
+// A missing /proc file almost always means the thread exited between listing and reading;
+// check the task directory so that a file the kernel simply lacks (e.g. schedstat without
+// CONFIG_SCHED_INFO) is not misreported as a gone thread.
+static int missing_file_error(int32_t tid) {
+    char dir[64];
+    struct stat st;
+    if (task_path(dir, sizeof dir, tid, "") && stat(dir, &st) == 0) return -ENOENT;
+    return -ESRCH;
+}
+
+// Reads up to cap-1 bytes of a /proc file and NUL-terminates. Returns the length or -errno
+// (-ESRCH when the thread is gone). A partial read is fine: callers only need the head.
+static int read_task_file(int32_t tid, const char *leaf, char *buf, size_t cap) {
+    if (tid <= 0 || cap == 0) return -EINVAL;
     char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? -ESRCH : -errno;
-    char buf[4096];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+    if (!task_path(path, sizeof path, tid, leaf)) return -ENAMETOOLONG;
+
+    int fd;
+    do {
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        int e = errno;
+        return e == ENOENT ? missing_file_error(tid) : (e == ESRCH ? -ESRCH : -e);
+    }
+
+    size_t len = 0;
+    int result = 0;
+    while (len < cap - 1) {
+        ssize_t n = read(fd, buf + len, cap - 1 - len);
+        if (n > 0) {
+            len += (size_t)n;
+        } else if (n == 0) {
+            break;
+        } else if (errno != EINTR) {
+            // The thread can exit after open: the kernel then reports ESRCH (or ENOENT) on read.
+            result = (errno == ENOENT || errno == ESRCH) ? -ESRCH : -errno;
+            break;
+        }
+    }
+    close(fd);  // not retried on EINTR: Linux has released the descriptor either way
+    if (result < 0) return result;
+    buf[len] = '\0';
+    return (int)len;
+}
+
+static const char *skip_spaces(const char *p) {
+    while (*p == ' ' || *p == '\t') p++;
+    return p;
+}
+
+static const char *skip_token(const char *p) {
+    while (*p != '\0' && *p != ' ' && *p != '\t' && *p != '\n') p++;
+    return p;
+}
+
+// Decimal, optionally negative. Returns the end or NULL when there is no digit.
+static const char *parse_int64(const char *p, int64_t *out) {
+    bool negative = false;
+    if (*p == '-') {
+        negative = true;
+        p++;
+    }
+    if (*p < '0' || *p > '9') return NULL;
+    uint64_t v = 0;
+    while (*p >= '0' && *p <= '9') v = v * 10 + (uint64_t)(*p++ - '0');
+    *out = negative ? -(int64_t)v : (int64_t)v;
+    return p;
+}
+
+static const char *parse_uint64(const char *p, uint64_t *out) {
+    if (*p < '0' || *p > '9') return NULL;
+    uint64_t v = 0;
+    while (*p >= '0' && *p <= '9') v = v * 10 + (uint64_t)(*p++ - '0');
+    *out = v;
+    return p;
+}
+
+// Hex with an optional 0x prefix (syscall args have it, SigBlk does not).
+static const char *parse_hex(const char *p, uint64_t *out) {
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) p += 2;
+    uint64_t v = 0;
+    const char *start = p;
+    for (;; p++) {
+        unsigned d;
+        if (*p >= '0' && *p <= '9') d = (unsigned)(*p - '0');
+        else if (*p >= 'a' && *p <= 'f') d = (unsigned)(*p - 'a' + 10);
+        else if (*p >= 'A' && *p <= 'F') d = (unsigned)(*p - 'A' + 10);
+        else break;
+        v = (v << 4) | d;
+    }
+    if (p == start) return NULL;
+    *out = v;
+    return p;
+}
+
+// ---- public API ----
+
+// async-signal-safe: open, raw getdents64, close; no locks, no allocation.
+int sw_threads_list(int32_t *tids, size_t cap, size_t *count) {
+    if (count == NULL || (tids == NULL && cap != 0)) return -EINVAL;
+    int fd;
+    do {
+        fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) return -errno;
+
+    // Layout of the kernel's struct linux_dirent64; glibc's struct dirent64 is not guaranteed to match.
+    struct dirent64_raw {
+        uint64_t d_ino;
+        int64_t d_off;
+        unsigned short d_reclen;
+        unsigned char d_type;
+        char d_name[];
+    };
+    _Alignas(8) char buf[4096];
+    size_t n_found = 0;
+    int result = 0;
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (n == 0) break;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            result = -errno;
+            break;
+        }
+        for (long off = 0; off < n;) {
+            const struct dirent64_raw *d = (const struct dirent64_raw *)(const void *)(buf + off);
+            off += d->d_reclen;
+            int64_t tid;
+            const char *end = parse_int64(d->d_name, &tid);
+            if (end == NULL || *end != '\0' || tid <= 0) continue;  // ".", ".."
+            if (n_found < cap) tids[n_found] = (int32_t)tid;
+            n_found++;
+        }
+    }
     close(fd);
-    if (n <= 0) return -ESRCH;
-    buf[n] = 0;
-    char *p = strstr(buf, "SigBlk:");
-    if (!p) return -EINVAL;
-    unsigned long long m = 0;
-    sscanf(p + 7, "%llx", &m);
-    *mask = m;
+    *count = n_found;
+    return result;
+}
+
+// async-signal-safe: open/read/close/stat and in-place parsing only.
+int sw_thread_stat(int32_t tid, sw_thread_stat_t *out) {
+    if (out == NULL) return -EINVAL;
+    char buf[1024];
+    int len = read_task_file(tid, "stat", buf, sizeof buf);
+    if (len < 0) return len;
+
+    // comm may itself contain ") " and spaces, so the name ends at the LAST ')'.
+    const char *open_paren = strchr(buf, '(');
+    const char *close_paren = strrchr(buf, ')');
+    if (open_paren == NULL || close_paren == NULL || close_paren < open_paren) return -EPROTO;
+
+    memset(out, 0, sizeof *out);
+    out->tid = tid;
+    size_t name_len = (size_t)(close_paren - open_paren - 1);
+    if (name_len > sizeof out->name - 1) name_len = sizeof out->name - 1;
+    memcpy(out->name, open_paren + 1, name_len);
+    out->name[name_len] = '\0';
+
+    // Field 3 (state) is the first token after ") "; fields are 1-based as in proc(5).
+    const char *p = skip_spaces(close_paren + 1);
+    int field = 3;
+    bool have_processor = false;
+    while (*p != '\0' && *p != '\n' && field <= 39) {
+        if (field == 3) {
+            out->state = *p;
+        } else if (field == 10 || field == 12 || field == 14 || field == 15) {
+            uint64_t v;
+            if (parse_uint64(p, &v) == NULL) return -EPROTO;
+            if (field == 10) out->minflt = v;
+            else if (field == 12) out->majflt = v;
+            else if (field == 14) out->utime_ticks = v;
+            else out->stime_ticks = v;
+        } else if (field == 39) {
+            int64_t v;
+            if (parse_int64(p, &v) == NULL) return -EPROTO;
+            out->last_cpu = (int32_t)v;
+            have_processor = true;
+        }
+        p = skip_spaces(skip_token(p));
+        field++;
+    }
+    return have_processor ? 0 : -EPROTO;
+}
+
+// async-signal-safe: open/read/close/stat and in-place parsing only.
+int sw_thread_sigblk(int32_t tid, uint64_t *mask) {
+    if (mask == NULL) return -EINVAL;
+    // SigBlk sits well before the long Cpus_allowed lists, so the head of the file suffices.
+    char buf[4096];
+    int len = read_task_file(tid, "status", buf, sizeof buf);
+    if (len < 0) return len;
+    const char *line = strstr(buf, "\nSigBlk:");
+    if (line == NULL) return -EPROTO;
+    if (parse_hex(skip_spaces(line + strlen("\nSigBlk:")), mask) == NULL) return -EPROTO;
     return 0;
 }
 
+// async-signal-safe: open/read/close/stat and in-place parsing only.
 int sw_thread_syscall(int32_t tid, sw_thread_syscall_t *out) {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? -ESRCH : -errno;
-    char buf[512];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return -ESRCH;
-    buf[n] = 0;
+    if (out == NULL) return -EINVAL;
+    char buf[256];
+    int len = read_task_file(tid, "syscall", buf, sizeof buf);
+    if (len < 0) return len;
     memset(out, 0, sizeof *out);
-    if (strncmp(buf, "running", 7) == 0) { out->nr = -2; return 0; }
-    long long nr;
-    unsigned long long a[8] = {0};
-    int k = sscanf(buf, "%lld %llx %llx %llx %llx %llx %llx %llx %llx", &nr, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7]);
-    out->nr = nr;
-    if (nr == -1 && k >= 3) { out->sp = a[0]; out->pc = a[1]; return 0; }
-    for (int i = 0; i < 6; i++) out->args[i] = a[i];
-    out->sp = a[6]; out->pc = a[7];
+
+    if (strncmp(buf, "running", 7) == 0) {
+        out->nr = -2;
+        return 0;
+    }
+    const char *p = parse_int64(buf, &out->nr);
+    if (p == NULL) return -EPROTO;
+    // "-1 sp pc": blocked in the kernel but not in a syscall (e.g. a page fault); no args.
+    uint64_t values[8];
+    int want = out->nr == -1 ? 2 : 8;
+    for (int i = 0; i < want; i++) {
+        p = parse_hex(skip_spaces(p), &values[i]);
+        if (p == NULL) return -EPROTO;
+    }
+    if (out->nr == -1) {
+        out->sp = values[0];
+        out->pc = values[1];
+    } else {
+        for (int i = 0; i < 6; i++) out->args[i] = values[i];
+        out->sp = values[6];
+        out->pc = values[7];
+    }
+    return 0;
+}
+
+// async-signal-safe: open/read/close/stat and in-place parsing only.
+int sw_thread_schedstat(int32_t tid, uint64_t *run_ns, uint64_t *wait_ns, uint64_t *timeslices) {
+    if (run_ns == NULL || wait_ns == NULL || timeslices == NULL) return -EINVAL;
+    char buf[128];
+    int len = read_task_file(tid, "schedstat", buf, sizeof buf);
+    if (len < 0) return len;
+    const char *p = parse_uint64(skip_spaces(buf), run_ns);
+    if (p != NULL) p = parse_uint64(skip_spaces(p), wait_ns);
+    if (p != NULL) p = parse_uint64(skip_spaces(p), timeslices);
+    return p == NULL ? -EPROTO : 0;
+}
+
+// async-signal-safe: readlink and string building only.
+int sw_fd_describe(int fd, char *buf, size_t cap) {
+    if (fd < 0 || buf == NULL || cap == 0) return -EINVAL;
+    char path[48];
+    size_t len = 0;
+    if (!append_str(path, sizeof path, &len, "/proc/self/fd/") ||
+        !append_uint(path, sizeof path, &len, (uint64_t)fd))
+        return -ENAMETOOLONG;
+    ssize_t n = readlink(path, buf, cap - 1);
+    if (n < 0) return errno == ENOENT ? -EBADF : -errno;  // no such entry: the fd is not open
+    buf[n] = '\0';
+    return (int)n;
+}
+
+// Not async-signal-safe (pthread_setname_np); called once per thread at start-up.
+int sw_thread_set_name(const char *name) {
+    if (name == NULL) return -EINVAL;
+    // pthread_setname_np rejects names over 15 bytes with ERANGE; a cut name is more useful.
+    char comm[16];
+    size_t n = strlen(name);
+    if (n > sizeof comm - 1) n = sizeof comm - 1;
+    memcpy(comm, name, n);
+    comm[n] = '\0';
+    int rc = pthread_setname_np(pthread_self(), comm);
+    return rc == 0 ? 0 : -rc;
+}
+
+// Not async-signal-safe: sysconf is not on the POSIX list (it does not allocate here, but no promise).
+int sw_process_memory(uint64_t *rss_bytes, uint64_t *vm_bytes) {
+    if (rss_bytes == NULL || vm_bytes == NULL) return -EINVAL;
+    char buf[256];
+    int fd;
+    do {
+        fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) return -errno;
+    ssize_t n;
+    do {
+        n = read(fd, buf, sizeof buf - 1);
+    } while (n < 0 && errno == EINTR);
+    int e = errno;
+    close(fd);
+    if (n < 0) return -e;
+    buf[n] = '\0';
+
+    uint64_t size_pages, resident_pages;
+    const char *p = parse_uint64(skip_spaces(buf), &size_pages);
+    if (p != NULL) p = parse_uint64(skip_spaces(p), &resident_pages);
+    if (p == NULL) return -EPROTO;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) page = 4096;
+    *vm_bytes = size_pages * (uint64_t)page;
+    *rss_bytes = resident_pages * (uint64_t)page;
     return 0;
 }

@@ -1,0 +1,68 @@
+import CSampler
+
+/// The machine's NUMA layout, through libnuma. Where NUMA is unavailable it is one node 0 that
+/// holds every configured CPU and all memory, so callers never special-case it.
+public struct NUMATopology: Hashable, Sendable, Codable {
+    /// Whether libnuma reports NUMA support (`numa_available() >= 0`); false means the single-node fallback.
+    public let isAvailable: Bool
+    /// The nodes, in id order.
+    public let nodes: [NUMANode]
+
+    /// Creates a topology from its parts (for tests and decoded reports).
+    public init(isAvailable: Bool, nodes: [NUMANode]) {
+        self.isAvailable = isAvailable
+        self.nodes = nodes
+    }
+
+    /// Reads the topology now. Free memory changes, so read it again when it matters.
+    public static func current() -> NUMATopology {
+        let available = sw_numa_init() == 1
+        var nodes: [NUMANode] = []
+        let count = Int(sw_numa_node_count())
+        for index in 0..<count {
+            let id = sw_numa_node_id(Int32(index))
+            guard id >= 0 else { continue }
+            var size: Int64 = 0
+            var free: Int64 = 0
+            if sw_numa_node_memory(id, &size, &free) != 0 {
+                // A node libnuma lists but whose memory file is unreadable: report no memory
+                // rather than dropping the node and its CPUs.
+                size = 0
+                free = 0
+            }
+            nodes.append(NUMANode(id: Int(id), cpus: cpus(ofNode: id), memoryBytes: size, freeBytes: free))
+        }
+        return NUMATopology(isAvailable: available, nodes: nodes)
+    }
+
+    /// The node of `cpu`, or nil for a CPU number the machine does not have.
+    public static func node(ofCPU cpu: Int) -> Int? {
+        sw_numa_init()
+        guard let cpu = Int32(exactly: cpu) else { return nil }
+        let node = sw_numa_node_of_cpu(cpu)
+        return node >= 0 ? Int(node) : nil
+    }
+
+    /// The CPU the calling thread is running on at this instant, or nil if the kernel cannot say.
+    public static var currentCPU: Int? {
+        let cpu = sw_current_cpu()
+        return cpu >= 0 ? Int(cpu) : nil
+    }
+
+    private static func cpus(ofNode node: Int32) -> [Int] {
+        var capacity = 64
+        // The table is fixed after initialization, so a second attempt with the reported count fits.
+        for _ in 0..<2 {
+            var count = 0
+            var rc: Int32 = 0
+            let cpus = [Int32](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+                rc = sw_numa_node_cpus(node, buffer.baseAddress, buffer.count, &count)
+                initialized = rc == 0 ? min(count, buffer.count) : 0
+            }
+            if rc != 0 { return [] }
+            if count <= capacity { return cpus.map(Int.init) }
+            capacity = count
+        }
+        return []
+    }
+}

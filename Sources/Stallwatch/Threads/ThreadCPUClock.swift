@@ -1,0 +1,35 @@
+import CSampler
+
+/// The CPU time one thread of this process has consumed, read from the kernel's per-thread CPU
+/// clock (one `clock_gettime`, nanosecond resolution, no `/proc` parsing).
+///
+/// A stalled thread whose clock advances with wall time is CPU-bound; one whose clock stands still
+/// is waiting.
+public struct ThreadCPUClock: Hashable, Sendable {
+    /// The thread whose CPU time this clock reads.
+    public let thread: ThreadID
+
+    /// A clock for `thread`. Creating it does not check that the thread exists.
+    public init(_ thread: ThreadID) {
+        self.thread = thread
+    }
+
+    /// The calling thread's clock.
+    public static var current: ThreadCPUClock {
+        ThreadCPUClock(.current)
+    }
+
+    /// The whole process's CPU clock (all threads, including ones that have exited).
+    public static var process: ProcessCPUClock {
+        ProcessCPUClock()
+    }
+
+    /// CPU time the thread has consumed since it started.
+    /// - Throws: ``ThreadError/threadGone(_:)`` once the thread has exited.
+    public func elapsed() throws(ThreadError) -> Duration {
+        var ns: UInt64 = 0
+        let rc = sw_thread_cpu_time_ns(thread.rawValue, &ns)
+        guard rc == 0 else { throw ThreadError(code: rc, operation: "reading the CPU clock of thread \(thread)", thread: thread) }
+        return .nanoseconds(Int64(clamping: ns))
+    }
+}

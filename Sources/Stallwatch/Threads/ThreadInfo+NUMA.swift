@@ -1,0 +1,6 @@
+extension ThreadInfo {
+    /// The NUMA node of the CPU the thread last ran on (nil if that CPU is unknown).
+    public var numaNode: Int? {
+        NUMATopology.node(ofCPU: lastCPU)
+    }
+}

@@ -1,0 +1,40 @@
+import CSampler
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The threads of this process, as `/proc/self/task` lists them.
+public enum ThreadList {
+    /// Lists the ids of every thread of this process, in the kernel's order (ascending tid).
+    /// Threads can start or exit while this runs; the result is a best-effort snapshot.
+    /// - Throws: ``ThreadError`` when `/proc/self/task` cannot be read.
+    public static func current() throws(ThreadError) -> [ThreadID] {
+        var capacity = 256
+        // Each retry sizes the buffer from the count the kernel just reported, so this only loops
+        // again if threads are being created faster than we can list them.
+        for _ in 0..<8 {
+            var count = 0
+            var rc: Int32 = 0
+            let tids = [Int32](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+                rc = sw_threads_list(buffer.baseAddress, buffer.count, &count)
+                initialized = rc == 0 ? min(count, buffer.count) : 0
+            }
+            guard rc == 0 else { throw ThreadError(code: rc, operation: "listing /proc/self/task") }
+            if count <= capacity { return tids.map(ThreadID.init(rawValue:)) }
+            capacity = count + count / 4 + 16
+        }
+        throw ThreadError.system(operation: "listing /proc/self/task (thread count kept growing)", errno: EAGAIN)
+    }
+
+    /// How many threads this process has now.
+    /// - Throws: ``ThreadError`` when `/proc/self/task` cannot be read.
+    public static func count() throws(ThreadError) -> Int {
+        var count = 0
+        let rc = sw_threads_list(nil, 0, &count)
+        guard rc == 0 else { throw ThreadError(code: rc, operation: "listing /proc/self/task") }
+        return count
+    }
+}

@@ -1,0 +1,341 @@
+import CSampler
+import Dispatch
+import Foundation
+import Stallwatch
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+// MARK: - Helpers shared by the thread, clock and NUMA tests
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// A real pthread (not a pool thread) that reports its kernel tid before running `body`,
+/// so tests can point the /proc readers at a thread whose behaviour they control.
+final class JoinableThread: Sendable {
+    let tid: ThreadID
+    private let handle: pthread_t
+
+    private final class Start: Sendable {
+        let name: String?
+        let body: @Sendable () -> Void
+        let started = DispatchSemaphore(value: 0)
+        let tid = Atomic<Int32>(0)
+
+        init(name: String?, body: @escaping @Sendable () -> Void) {
+            self.name = name
+            self.body = body
+        }
+
+        func run() {
+            if let name { _ = sw_thread_set_name(name) }
+            tid.store(ThreadID.current.rawValue, ordering: .releasing)
+            started.signal()
+            body()
+        }
+    }
+
+    init(name: String? = nil, _ body: @escaping @Sendable () -> Void) throws {
+        let start = Start(name: name, body: body)
+        let context = Unmanaged.passRetained(start).toOpaque()
+        var handle = pthread_t()
+        let rc = pthread_create(
+            &handle, nil,
+            { raw in
+                guard let raw else { return nil }
+                Unmanaged<Start>.fromOpaque(raw).takeRetainedValue().run()
+                return nil
+            }, context)
+        guard rc == 0 else {
+            Unmanaged<Start>.fromOpaque(context).release()
+            throw TestFailure(description: "pthread_create failed: \(rc)")
+        }
+        self.handle = handle
+        guard start.started.wait(timeout: .now() + 5) == .success else {
+            throw TestFailure(description: "test thread did not start within 5 s")
+        }
+        tid = ThreadID(rawValue: start.tid.load(ordering: .acquiring))
+    }
+
+    func join() {
+        pthread_join(handle, nil)
+    }
+}
+
+/// A flag one thread raises and another polls.
+final class Flag: Sendable {
+    private let raised = Atomic<Bool>(false)
+    func raise() { raised.store(true, ordering: .releasing) }
+    var isRaised: Bool { raised.load(ordering: .acquiring) }
+}
+
+/// Polls `condition` every millisecond until it holds or `timeout` passes; the bound keeps a
+/// broken reader from hanging the suite while still tolerating a slow scheduler.
+func pollUntil(timeout: Duration = .seconds(2), _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        usleep(1_000)
+    }
+    return condition()
+}
+
+// MARK: - Tests
+
+@Suite("Thread facts from /proc")
+struct ThreadFactsTests {
+    @Test func currentThreadIDIsTheKernelTid() throws {
+        let tid = ThreadID.current
+        #expect(tid.rawValue == sw_gettid())
+        #expect(tid.rawValue > 0)
+        let info = try ThreadInfo.read(tid)
+        #expect(info.tid == tid)
+        // Reading its own stat, the thread is by definition on a CPU.
+        #expect(info.state == .running)
+        #expect(try ThreadList.current().contains(tid))
+    }
+
+    @Test func namedThreadIsListedWithItsName() throws {
+        let release = DispatchSemaphore(value: 0)
+        let thread = try JoinableThread(name: "sw-named-test") { release.wait() }
+        defer {
+            release.signal()
+            thread.join()
+        }
+        let tids = try ThreadList.current()
+        #expect(tids.contains(thread.tid))
+        #expect(tids.count == Set(tids).count)
+        #expect(try ThreadList.count() >= 2)
+        let info = try ThreadInfo.read(thread.tid)
+        #expect(info.name == "sw-named-test")
+        #expect(info.tid == thread.tid)
+    }
+
+    @Test func nameWithParenthesesAndSpacesParses() throws {
+        // comm may contain ") " — the stat parser must split at the last ')'.
+        let release = DispatchSemaphore(value: 0)
+        let thread = try JoinableThread(name: "a) b (c) 1 2") { release.wait() }
+        defer {
+            release.signal()
+            thread.join()
+        }
+        var info = try ThreadInfo.read(thread.tid)
+        #expect(info.name == "a) b (c) 1 2")
+        // A semaphore wait sleeps in futex; wait until the thread has got there.
+        let settled = eventually {
+            guard let fresh = try? ThreadInfo.read(thread.tid) else { return false }
+            info = fresh
+            return fresh.state == .sleeping && fresh.syscall.blockedSyscall != nil
+        }
+        #expect(settled, "thread never showed as sleeping in a syscall: \(info)")
+        let cpus = Int(sysconf(Int32(_SC_NPROCESSORS_CONF)))
+        #expect((0..<cpus).contains(info.lastCPU))
+        #if arch(x86_64)
+        #expect(info.syscall.blockedSyscall?.number == 202)
+        #expect(info.syscall.blockedSyscall?.name == "futex")
+        #endif
+    }
+
+    @Test func threadBlockedInReadShowsTheSyscallAndItsPipe() throws {
+        var fds: [Int32] = [-1, -1]
+        try #require(pipe(&fds) == 0)
+        let readFD = fds[0]
+        let writeFD = fds[1]
+        defer {
+            close(readFD)
+            close(writeFD)
+        }
+        let thread = try JoinableThread(name: "sw-pipe-reader") {
+            var byte: UInt8 = 0
+            _ = read(readFD, &byte, 1)
+        }
+        var last: ThreadInfo?
+        let blocked = eventually {
+            last = try? ThreadInfo.read(thread.tid)
+            guard let info = last, info.state == .sleeping, case .inSyscall(let call) = info.syscall else { return false }
+            return call.number == 0
+        }
+        if !blocked {
+            var byte: UInt8 = 1
+            _ = write(writeFD, &byte, 1)
+            thread.join()
+        }
+        try #require(blocked, "thread never showed as blocked in read(): \(String(describing: last))")
+        let call = try #require(last?.syscall.blockedSyscall)
+        #if arch(x86_64)
+        #expect(call.name == "read")
+        #endif
+        #expect(call.arguments.count == 6)
+        #expect(call.arguments.first == UInt64(readFD))
+        #expect(call.arguments[2] == 1)  // the byte count passed to read
+        #expect(call.stackPointer != 0)
+        #expect(call.programCounter != 0)
+        #expect(try FileDescriptorKind.describe(fd: readFD) == .pipe)
+
+        var byte: UInt8 = 1
+        #expect(write(writeFD, &byte, 1) == 1)
+        thread.join()
+    }
+
+    @Test func blockedSignalsMatchTheThreadsOwnMask() throws {
+        let reportedMask = Atomic<UInt64>(0)
+        let masked = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let blocker = try JoinableThread(name: "sw-sigprof-blk") {
+            var set = sigset_t()
+            sigemptyset(&set)
+            sigaddset(&set, SIGPROF)
+            sigaddset(&set, SIGUSR2)
+            pthread_sigmask(SIG_BLOCK, &set, nil)
+            var current = sigset_t()
+            pthread_sigmask(SIG_BLOCK, nil, &current)
+            var mask: UInt64 = 0
+            for signal in Int32(1)...64 where sigismember(&current, signal) == 1 {
+                mask |= 1 << UInt64(signal - 1)
+            }
+            reportedMask.store(mask, ordering: .releasing)
+            masked.signal()
+            release.wait()
+        }
+        let open = try JoinableThread(name: "sw-sigprof-ok") {
+            var set = sigset_t()
+            sigemptyset(&set)
+            sigaddset(&set, SIGPROF)
+            pthread_sigmask(SIG_UNBLOCK, &set, nil)
+            masked.signal()
+            release.wait()
+        }
+        defer {
+            release.signal()
+            release.signal()
+            blocker.join()
+            open.join()
+        }
+        try #require(masked.wait(timeout: .now() + 5) == .success)
+        try #require(masked.wait(timeout: .now() + 5) == .success)
+
+        let blocked = try ThreadInfo.read(blocker.tid).signalsBlocked
+        #expect(blocked.contains(SIGPROF))
+        #expect(blocked.contains(SIGUSR2))
+        #expect(blocked.rawValue == reportedMask.load(ordering: .acquiring))
+        #expect(!(try ThreadInfo.read(open.tid).signalsBlocked.contains(SIGPROF)))
+        // Test threads (main or the concurrency pool) leave SIGPROF open, as FACTS.md records.
+        #expect(!(try ThreadInfo.read(.current).signalsBlocked.contains(SIGPROF)))
+    }
+
+    @Test func exitedThreadIsGone() throws {
+        let thread = try JoinableThread(name: "sw-short-lived") {}
+        thread.join()
+        // pthread_join returns when the kernel clears the tid word, slightly before the task is
+        // released, so allow the kernel a moment to finish tearing it down.
+        var lastError: ThreadError?
+        let gone = eventually {
+            do throws(ThreadError) {
+                _ = try ThreadInfo.read(thread.tid)
+                return false
+            } catch {
+                lastError = error
+                return error == .threadGone(thread.tid)
+            }
+        }
+        #expect(gone, "expected threadGone, last error: \(String(describing: lastError))")
+        #expect(throws: ThreadError.threadGone(thread.tid)) { try ThreadInfo.schedStat(thread.tid) }
+        #expect(!(try ThreadList.current().contains(thread.tid)))
+    }
+
+    @Test func schedStatOfTheCurrentThreadCountsItsRunTime() throws {
+        var spin: UInt64 = 0
+        for i in 0..<200_000 { spin &+= UInt64(i) }
+        #expect(spin > 0)
+        let stat = try ThreadInfo.schedStat(.current)
+        #expect(stat.runTime > .zero)
+        #expect(stat.timeslices > 0)
+    }
+
+    @Test func fileDescriptorKinds() throws {
+        var pair: [Int32] = [-1, -1]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer {
+            close(pair[0])
+            close(pair[1])
+        }
+        guard case .socket(let inode) = try FileDescriptorKind.describe(fd: pair[0]) else {
+            Issue.record("socketpair end is not described as a socket")
+            return
+        }
+        #expect(inode > 0)
+
+        let null = open("/dev/null", O_RDONLY)
+        try #require(null >= 0)
+        #expect(try FileDescriptorKind.describe(fd: null) == .file(path: "/dev/null"))
+        close(null)
+        // The descriptor just closed is free until something reuses it; a huge number never is open.
+        #expect(try FileDescriptorKind.describe(fd: 1_000_000) == .closed)
+    }
+
+    @Test func fileDescriptorLinkTargets() {
+        #expect(FileDescriptorKind(linkTarget: "socket:[12345]") == .socket(inode: 12345))
+        #expect(FileDescriptorKind(linkTarget: "pipe:[77]") == .pipe)
+        #expect(FileDescriptorKind(linkTarget: "/var/log/x y") == .file(path: "/var/log/x y"))
+        #expect(FileDescriptorKind(linkTarget: "anon_inode:[eventfd]") == .eventfd)
+        #expect(FileDescriptorKind(linkTarget: "anon_inode:[eventpoll]") == .epoll)
+        #expect(FileDescriptorKind(linkTarget: "anon_inode:[timerfd]") == .timerfd)
+        #expect(FileDescriptorKind(linkTarget: "anon_inode:[signalfd]") == .other("anon_inode:[signalfd]"))
+        #expect(FileDescriptorKind(linkTarget: "socket:[oops]") == .other("socket:[oops]"))
+    }
+
+    @Test func syscallNames() {
+        #if arch(x86_64)
+        #expect(BlockedSyscall.name(of: 0) == "read")
+        #expect(BlockedSyscall.name(of: 202) == "futex")
+        #expect(BlockedSyscall.name(of: 232) == "epoll_wait")
+        #expect(BlockedSyscall.name(of: 441) == "epoll_pwait2")
+        #endif
+        #expect(BlockedSyscall.name(of: 9999) == "syscall_9999")
+    }
+
+    @Test func signalSet() {
+        let set = SignalSet(rawValue: 0x1 | (1 << 26))  // SIGHUP (1) and SIGPROF (27)
+        #expect(set.contains(1))
+        #expect(set.contains(27))
+        #expect(!set.contains(2))
+        #expect(!set.contains(0))
+        #expect(!set.contains(65))
+        #expect(set.signals == [1, 27])
+        #expect(SignalSet([1, 27]) == set)
+        #expect(set.description == "0000000004000001")
+        #expect(SignalSet(rawValue: .max).contains(64))
+    }
+
+    @Test func stateLettersAndCoding() throws {
+        #expect(ThreadState(procLetter: "D") == .diskSleep)
+        #expect(ThreadState(procLetter: "t") == .tracingStop)
+        #expect(ThreadState(procLetter: "P") == .unknown("P"))
+        let states: [ThreadState] = [.running, .sleeping, .diskSleep, .idle, .unknown("W")]
+        let data = try JSONEncoder().encode(states)
+        #expect(String(decoding: data, as: UTF8.self) == #"["running","sleeping","diskSleep","idle","W"]"#)
+        #expect(try JSONDecoder().decode([ThreadState].self, from: data) == states)
+    }
+
+    @Test func threadErrorsSayWhatHappened() {
+        #expect(ThreadError.threadGone(ThreadID(rawValue: 42)).description.contains("42"))
+        let text = ThreadError.system(operation: "reading x", errno: ENOENT).description
+        #expect(text.contains("reading x"))
+        #expect(text.contains("No such file or directory"))
+    }
+
+    @Test func processStats() throws {
+        let stats = try ProcessStats.current()
+        #expect(stats.residentBytes > 0)
+        #expect(stats.virtualBytes >= stats.residentBytes)
+        #expect(stats.threadCount >= 1)
+        #expect(stats.cpuTime > .zero)
+    }
+}
