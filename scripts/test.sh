@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test command: installs what it needs, builds with C warnings as errors, runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+# -Werror goes first: SwiftPM 6.3 rejects a trailing -Werror.
+CFLAGS=(-Xcc -Werror -Xcc -Wall -Xcc -Wextra)
+swift build --build-tests "${CFLAGS[@]}"
+swift test --skip-build "$@"
