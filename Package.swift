@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .library(name: "Stallwatch", targets: ["Stallwatch"]),
         .executable(name: "bench", targets: ["bench"]),
+        .executable(name: "stallwatch", targets: ["stallwatch"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -52,6 +53,14 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/bench"
+        ),
+        .executableTarget(
+            name: "stallwatch",
+            dependencies: [
+                "Stallwatch",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/stallwatch"
         ),
         .testTarget(
             name: "StallwatchPolicyTests",

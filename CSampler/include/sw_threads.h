@@ -13,6 +13,10 @@ extern "C" {
 /// The calling thread's kernel thread id. Async-signal-safe (a raw syscall).
 int32_t sw_gettid(void);
 
+/// The calling thread's kernel thread id, cached in a thread-local after the first call: a
+/// couple of nanoseconds, for probes that run on every loop iteration. Async-signal-safe.
+int32_t sw_current_tid(void);
+
 /// Lists the threads of this process into `tids` (up to `cap`), through getdents64 on /proc/self/task.
 /// `*count` receives how many threads exist (may exceed `cap`: then the list is truncated).
 /// Returns 0 or -errno.

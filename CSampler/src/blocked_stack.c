@@ -84,23 +84,24 @@ int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_
     uint64_t *w = malloc(len);
     if (w == NULL) return -ENOMEM;
     uint64_t nwords = safe_read(base, w, len) / 8;
-    // The first exec-looking word is the return address into the caller of the libc wrapper;
-    // the first plausible frame record above it continues the chain.
-    uint64_t first_ret_at = 0, record = 0;
+    // Below the first frame record sit the frames of code built without frame pointers (the libc
+    // wrappers): every word there that is a return address (points just past a call) is one of
+    // their return addresses, innermost first. The first plausible record continues the chain.
+    uint64_t record = 0;
     for (uint64_t i = 0; i + 1 < nwords; i++) {
-        uint64_t a = base + i * 8;
-        if (plausible_record(w, base, nwords, hi, a)) {
-            record = a;
+        if (plausible_record(w, base, nwords, hi, base + i * 8)) {
+            record = base + i * 8;
             break;
         }
-        if (first_ret_at == 0 && looks_like_return(w[i])) first_ret_at = a;
     }
     if (record == 0) {
         out->truncated = 1;
         free(w);
         return 0;
     }
-    if (first_ret_at != 0 && out->count < max_frames) out->frames[out->count++] = w[(first_ret_at - base) / 8];
+    for (uint64_t i = 0; base + i * 8 < record && out->count < max_frames; i++) {
+        if (looks_like_return(w[i])) out->frames[out->count++] = w[i];
+    }
     uint64_t fp = record;
     uint64_t prev = base;
     while (out->count < max_frames) {

@@ -13,6 +13,18 @@
 #include <unistd.h>
 
 // async-signal-safe: a raw syscall, no libc state (glibc's gettid() wrapper is only in newer glibc).
+static _Thread_local int32_t t_cached_tid;
+
+// async-signal-safe: a thread-local read, and gettid on the first call.
+int32_t sw_current_tid(void) {
+    int32_t tid = t_cached_tid;
+    if (tid == 0) {
+        tid = sw_gettid();
+        t_cached_tid = tid;
+    }
+    return tid;
+}
+
 int32_t sw_gettid(void) {
     return (int32_t)syscall(SYS_gettid);
 }

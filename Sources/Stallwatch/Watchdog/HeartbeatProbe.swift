@@ -1,0 +1,67 @@
+import CSampler
+import StallwatchPolicy
+import Synchronization
+
+/// A loop tells the watchdog it made progress: ``busy()`` when it wakes up with work, ``idle()``
+/// right before it waits for more (matrix's run-loop observer, for loops that can call us).
+///
+/// The "busy since" stamp is set at the first `busy()` after an `idle()` and cleared by `idle()`; the
+/// watchdog reports a stall when a loop has been busy longer than the threshold. Both calls are
+/// lock-free and allocation-free: an atomic load, a vDSO clock read and atomic stores.
+///
+/// ```swift
+/// let probe = watchdog.makeProbe(name: "main-loop")
+/// while let job = queue.next() {   // blocks while idle
+///     probe.busy()
+///     job.run()
+///     probe.idle()
+/// }
+/// ```
+public final class HeartbeatProbe: Sendable {
+    /// The name reports use for this loop.
+    public let name: String
+    // Monotonic nanoseconds of the current busy period's start; 0 while idle.
+    private let busyStamp = Atomic<UInt64>(0)
+    // Kernel id of the thread that last called busy(): the thread to sample.
+    private let threadID = Atomic<Int32>(0)
+
+    /// A probe for the loop called `name`. Register it with ``Watchdog/monitor(_:)``.
+    public init(name: String) {
+        self.name = name
+    }
+
+    /// The loop has work and is running it. Cheap enough to call on every wake-up.
+    @inline(__always)
+    public func busy() {
+        if busyStamp.load(ordering: .relaxed) == 0 {
+            threadID.store(sw_current_tid(), ordering: .relaxed)
+            busyStamp.store(MonotonicClock.nowNanoseconds(), ordering: .releasing)
+        }
+    }
+
+    /// The loop finished its work and is about to wait.
+    @inline(__always)
+    public func idle() {
+        busyStamp.store(0, ordering: .releasing)
+    }
+
+    /// Runs `body` between ``busy()`` and ``idle()``.
+    @inlinable
+    public func measure<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        busy()
+        defer { idle() }
+        return try body()
+    }
+
+    /// When the current busy period began, or `nil` while idle.
+    var busySince: MonotonicInstant? {
+        let stamp = busyStamp.load(ordering: .acquiring)
+        return stamp == 0 ? nil : MonotonicInstant(nanoseconds: stamp)
+    }
+
+    /// The thread that runs the loop, once known.
+    var thread: ThreadID? {
+        let t = threadID.load(ordering: .relaxed)
+        return t == 0 ? nil : ThreadID(rawValue: t)
+    }
+}

@@ -1,0 +1,47 @@
+import StallwatchPolicy
+
+/// The watchdog's state for one monitored loop. Lives on the watchdog thread only.
+final class LoopMonitor {
+    let source: LoopSource
+    var detector: StallDetector
+    var filter: StallFilter
+    var ring: SamplingRing?
+    var samples: [CapturedStack] = []
+    var baseline: ThreadBaseline?
+    var stallRound = 0
+    var reportedThisStall = false
+    var stallSince: MonotonicInstant?
+    var stallThread: ThreadID?
+    /// The signature of this stall's last report: the same stack again is not a new report.
+    var lastSignature: StackSignature?
+    var followUps = 0
+
+    init(source: LoopSource, configuration: WatchdogConfiguration) {
+        self.source = source
+        self.detector = StallDetector(configuration: configuration)
+        self.filter = StallFilter(configuration: configuration)
+    }
+
+    /// Keeps only the newest samples: the ring of period / interval samples.
+    func append(_ new: [CapturedStack], capacity: Int) {
+        samples.append(contentsOf: new)
+        if samples.count > capacity { samples.removeFirst(samples.count - capacity) }
+    }
+
+    func stopSampling() {
+        ring?.stop()
+        ring = nil
+    }
+
+    func forgetStall() {
+        stopSampling()
+        samples.removeAll(keepingCapacity: true)
+        baseline = nil
+        stallRound = 0
+        reportedThisStall = false
+        stallSince = nil
+        stallThread = nil
+        lastSignature = nil
+        followUps = 0
+    }
+}

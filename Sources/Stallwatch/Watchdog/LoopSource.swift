@@ -1,0 +1,35 @@
+import StallwatchPolicy
+
+/// A monitored loop, whichever probe watches it.
+enum LoopSource: Sendable {
+    case heartbeat(HeartbeatProbe)
+    case ping(PingProbe)
+
+    var name: String {
+        switch self {
+        case .heartbeat(let p): p.name
+        case .ping(let p): p.name
+        }
+    }
+
+    var busySince: MonotonicInstant? {
+        switch self {
+        case .heartbeat(let p): p.busySince
+        case .ping(let p): p.busySince
+        }
+    }
+
+    var thread: ThreadID? {
+        switch self {
+        case .heartbeat(let p): p.thread
+        case .ping(let p): p.thread
+        }
+    }
+
+    var identity: ObjectIdentifier {
+        switch self {
+        case .heartbeat(let p): ObjectIdentifier(p)
+        case .ping(let p): ObjectIdentifier(p)
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import CSampler
+import StallwatchPolicy
+import Synchronization
+
+/// Watches a loop that cannot be instrumented: the watchdog posts a tiny job through `post` (onto any
+/// executor, queue or event loop) and measures how late it runs. A job still waiting after the
+/// threshold means the loop is stalled; the thread that ran the previous job is the one sampled.
+///
+/// ```swift
+/// let probe = PingProbe(name: "nio-loop-0") { job in eventLoop.execute(job) }
+/// watchdog.monitor(probe)
+/// ```
+public final class PingProbe: Sendable {
+    /// The name reports use for this loop.
+    public let name: String
+    private let post: @Sendable (@escaping @Sendable () -> Void) -> Void
+    // Monotonic nanoseconds when the outstanding ping was posted; 0 when none is outstanding.
+    private let postedAt = Atomic<UInt64>(0)
+    private let generation = Atomic<UInt64>(0)
+    private let threadID = Atomic<Int32>(0)
+    private let lastLateness = Atomic<UInt64>(0)
+
+    /// A probe that posts its jobs with `post`. The closure must only enqueue the job, never run it
+    /// inline on the caller (the watchdog's own thread).
+    public init(name: String, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+        self.name = name
+        self.post = post
+    }
+
+    /// How late the last ping ran after it was posted.
+    public var lastLatency: Duration { .nanoseconds(Int64(clamping: lastLateness.load(ordering: .relaxed))) }
+
+    /// Posts a ping unless one is still outstanding. Called by the watchdog each round.
+    func pingIfIdle() {
+        guard postedAt.load(ordering: .acquiring) == 0 else { return }
+        let now = MonotonicClock.nowNanoseconds()
+        let gen = generation.add(1, ordering: .relaxed).newValue
+        postedAt.store(now, ordering: .releasing)
+        post { [self] in
+            // Only the ping of the current generation clears the stamp.
+            guard generation.load(ordering: .relaxed) == gen else { return }
+            threadID.store(sw_current_tid(), ordering: .relaxed)
+            let posted = postedAt.load(ordering: .acquiring)
+            if posted != 0 { lastLateness.store(MonotonicClock.nowNanoseconds() &- posted, ordering: .relaxed) }
+            postedAt.store(0, ordering: .releasing)
+        }
+    }
+
+    /// When the outstanding ping was posted (the loop has been "busy" since), or `nil`.
+    var busySince: MonotonicInstant? {
+        let stamp = postedAt.load(ordering: .acquiring)
+        return stamp == 0 ? nil : MonotonicInstant(nanoseconds: stamp)
+    }
+
+    /// The thread that ran the last ping.
+    var thread: ThreadID? {
+        let t = threadID.load(ordering: .relaxed)
+        return t == 0 ? nil : ThreadID(rawValue: t)
+    }
+}

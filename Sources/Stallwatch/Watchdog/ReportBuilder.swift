@@ -1,0 +1,56 @@
+import CSampler
+import StallwatchPolicy
+
+/// Turns samples and facts into a ``StallReport``. Runs on the watchdog thread, after any held
+/// threads are released: symbolization is only ever done here.
+struct ReportBuilder {
+    let configuration: WatchdogConfiguration
+    let symbolizer: Symbolizer
+    let sampler: StackSampler
+
+    /// Function identity of every frame, so stacks compare by function, not by exact PC.
+    func stackSample(_ stack: CapturedStack) -> StackSample {
+        let frames = symbolizer.symbolize(stack).prefix(configuration.maxFrames).map { frame in
+            FrameKey(pc: UInt64(frame.address), functionStart: frame.functionAddress.map(UInt64.init))
+        }
+        return StackSample(frames: Array(frames))
+    }
+
+    func describe(_ key: FrameKey) -> SymbolInfo {
+        let f = symbolizer.symbolize(UInt(key.address))
+        return SymbolInfo(module: f.module, moduleOffset: f.moduleOffset.map(UInt64.init), buildID: nil, symbol: f.symbol)
+    }
+
+    func identity(_ thread: ThreadID, info: ThreadInfo? = nil) -> ThreadIdentity {
+        let name = info?.name ?? (try? ThreadInfo.read(thread).name) ?? ""
+        return ThreadIdentity(id: thread.rawValue, name: name)
+    }
+
+    /// Stacks of the other threads, each captured on its own: running threads by signal, threads
+    /// blocked in a system call from their kernel-reported SP/PC (no signal, no EINTR).
+    func otherThreads(except excluded: Set<ThreadID>, threads: [ThreadID]) -> [ThreadStack] {
+        threads.filter { !excluded.contains($0) }.compactMap { tid in
+            guard let info = try? ThreadInfo.read(tid) else { return nil }
+            let stack = try? sampler.captureStack(of: tid, timeout: .milliseconds(20))
+            let frames = stack.map { s in
+                symbolizer.symbolize(s).map { f in
+                    ReportFrame(address: UInt64(f.address),
+                                info: SymbolInfo(module: f.module, moduleOffset: f.moduleOffset.map(UInt64.init),
+                                                 buildID: nil, symbol: f.symbol),
+                                sampleCount: 1)
+                }
+            } ?? []
+            return ThreadStack(thread: identity(tid, info: info), state: String(info.state.procLetter),
+                               syscall: info.syscall.blockedSyscall?.number, frames: frames)
+        }
+    }
+
+    static func numaFacts(stalledThread: ThreadInfo?) -> NUMAFacts {
+        let topology = NUMATopology.current()
+        let nodes = topology.nodes.map {
+            StallwatchPolicy.NUMANode(id: $0.id, cpus: $0.cpus, memoryBytes: UInt64(max($0.memoryBytes, 0)),
+                                      freeBytes: UInt64(max($0.freeBytes, 0)))
+        }
+        return NUMAFacts(nodes: nodes, stalledThreadNode: stalledThread?.numaNode)
+    }
+}

@@ -1,0 +1,60 @@
+import StallwatchPolicy
+
+/// CPU, run-queue and wall time of a thread at one moment, to compare with later.
+struct ThreadBaseline {
+    var thread: ThreadID
+    var stamp: MonotonicInstant        // the busy stamp this baseline belongs to
+    var takenAt: MonotonicInstant
+    var cpuTime: Duration
+    var runQueueWait: Duration?
+
+    static func take(_ thread: ThreadID, stamp: MonotonicInstant, now: MonotonicInstant) -> ThreadBaseline? {
+        // Wall and CPU time are read together: deltas against the round's `now` would not match.
+        let at = MonotonicClock.now()
+        guard let cpu = try? ThreadCPUClock(thread).elapsed() else { return nil }
+        let wait = try? ThreadInfo.schedStat(thread).waitTime
+        return ThreadBaseline(thread: thread, stamp: stamp, takenAt: at, cpuTime: cpu, runQueueWait: wait)
+    }
+}
+
+/// Gathers what the cause classifier needs about a stalled thread, without signalling it.
+enum StallEvidence {
+    /// Syscalls whose first argument is the file descriptor they wait on.
+    private static let fdFirstSyscalls: Set<Int> = [0, 1, 17, 18, 19, 20, 42, 43, 44, 45, 46, 47, 74, 75, 232, 281, 288, 441]
+
+    static func gather(thread: ThreadID, baseline: ThreadBaseline?, now: MonotonicInstant,
+                       threadCount: Int) -> (evidence: ThreadEvidence, info: ThreadInfo?) {
+        let info = try? ThreadInfo.read(thread)
+        let state: Character = info?.state.procLetter ?? "?"
+        var syscall: Int?
+        var fdKind: FDKind?
+        if let call = info?.syscall.blockedSyscall {
+            syscall = call.number
+            if fdFirstSyscalls.contains(call.number), let fd = call.arguments.first, fd < UInt64(Int32.max) {
+                fdKind = (try? FileDescriptorKind.describe(fd: Int32(fd))).map(Self.kind)
+            }
+        }
+        let readAt = MonotonicClock.now()
+        let cpuNow = (try? ThreadCPUClock(thread).elapsed()) ?? .zero
+        let waitNow = try? ThreadInfo.schedStat(thread).waitTime
+        let wallDelta = baseline.map { readAt - $0.takenAt } ?? .zero
+        let cpuDelta = baseline.map { cpuNow - $0.cpuTime } ?? .zero
+        var waitDelta: Duration?
+        if let b = baseline?.runQueueWait, let w = waitNow { waitDelta = w - b }
+        let evidence = ThreadEvidence(state: state, syscall: syscall, fdKind: fdKind, cpuTimeDelta: cpuDelta,
+                                      wallDelta: wallDelta, runQueueWaitDelta: waitDelta, threadCount: threadCount)
+        return (evidence, info)
+    }
+
+    static func kind(_ k: FileDescriptorKind) -> FDKind {
+        switch k {
+        case .socket: .socket
+        case .pipe: .pipe
+        case .file: .file
+        case .eventfd: .eventfd
+        case .epoll: .epoll
+        case .timerfd: .timerfd
+        case .other, .closed: .other
+        }
+    }
+}

@@ -1,0 +1,160 @@
+import CSampler
+import Dispatch
+import Glibc
+import Logging
+import StallwatchPolicy
+import Synchronization
+
+/// Watches loops that must stay responsive and reports, once per stall, why each stall happened and
+/// which code caused it.
+///
+/// The watchdog runs on a thread of its own (never on a pool or loop it watches), wakes once per
+/// check period — or exactly when a busy loop is due to cross the threshold — and samples a loop's
+/// thread only while it is suspected of stalling, with a timer on that thread's CPU clock (no
+/// sampler thread; a thread blocked in a system call is never signalled).
+///
+/// ```swift
+/// let watchdog = try Watchdog(configuration: .init(threshold: .milliseconds(500)),
+///                             reportDirectory: "/var/lib/myservice/stalls")
+/// let probe = watchdog.makeProbe(name: "request-loop")
+/// try watchdog.start()
+/// // in the loop: probe.busy() ... probe.idle()
+/// for await event in watchdog.events { ... }
+/// ```
+public final class Watchdog: Sendable {
+    /// The validated configuration.
+    public let configuration: WatchdogConfiguration
+    /// Every event, in order. A single consumer; events beyond 1 000 unread are dropped oldest first.
+    public let events: AsyncStream<WatchdogEvent>
+
+    private let continuation: AsyncStream<WatchdogEvent>.Continuation
+    private let sampler: StackSampler
+    private let store: ReportStore?
+    private let logger: Logger
+    private let handler: (@Sendable (WatchdogEvent) -> Void)?
+    private let sources = Mutex<[LoopSource]>([])
+    private let control = Mutex<Control>(Control())
+    private let wake = DispatchSemaphore(value: 0)
+
+    private struct Control {
+        var running = false
+        var thread: pthread_t?
+    }
+
+    /// Creates a stopped watchdog.
+    ///
+    /// - Parameters:
+    ///   - configuration: thresholds and limits; validated here.
+    ///   - sampler: the stack sampler (created with defaults when `nil`).
+    ///   - reportDirectory: where JSON reports go (bounded, 0600 files); `nil` keeps them in events only.
+    ///   - logger: swift-log logger for stall warnings and errors.
+    ///   - onEvent: called on the watchdog thread for every event, besides ``events``. Keep it short.
+    public init(configuration: WatchdogConfiguration = WatchdogConfiguration(),
+                sampler: StackSampler? = nil,
+                reportDirectory: String? = nil,
+                logger: Logger = Logger(label: "stallwatch"),
+                onEvent: (@Sendable (WatchdogEvent) -> Void)? = nil) throws {
+        self.configuration = try configuration.validated()
+        self.sampler = try sampler ?? StackSampler()
+        self.store = reportDirectory.map { ReportStore(directory: $0) }
+        self.logger = logger
+        self.handler = onEvent
+        (events, continuation) = AsyncStream.makeStream(of: WatchdogEvent.self, bufferingPolicy: .bufferingNewest(1000))
+    }
+
+    deinit {
+        stop()
+        continuation.finish()
+    }
+
+    /// A new heartbeat probe for the loop called `name`, already monitored.
+    public func makeProbe(name: String) -> HeartbeatProbe {
+        let probe = HeartbeatProbe(name: name)
+        monitor(probe)
+        return probe
+    }
+
+    /// Starts monitoring a heartbeat probe.
+    public func monitor(_ probe: HeartbeatProbe) {
+        sources.withLock { list in
+            if !list.contains(where: { $0.identity == ObjectIdentifier(probe) }) { list.append(.heartbeat(probe)) }
+        }
+        wake.signal()
+    }
+
+    /// Starts monitoring a ping probe.
+    public func monitor(_ probe: PingProbe) {
+        sources.withLock { list in
+            if !list.contains(where: { $0.identity == ObjectIdentifier(probe) }) { list.append(.ping(probe)) }
+        }
+        wake.signal()
+    }
+
+    /// Stops monitoring a probe (of either kind).
+    public func unmonitor(_ probe: AnyObject) {
+        sources.withLock { $0.removeAll { $0.identity == ObjectIdentifier(probe) } }
+        wake.signal()
+    }
+
+    /// Whether the watchdog thread is running.
+    public var isRunning: Bool { control.withLock { $0.running } }
+
+    /// Starts the watchdog thread. Idempotent.
+    public func start() throws(SamplerError) {
+        try control.withLock { (c: inout Control) throws(SamplerError) in
+            guard !c.running else { return }
+            c.running = true
+            let box = Unmanaged.passRetained(self)
+            var thread = pthread_t()
+            let rc = pthread_create(&thread, nil, { arg in
+                guard let arg else { return nil }
+                let watchdog = Unmanaged<Watchdog>.fromOpaque(arg).takeRetainedValue()
+                watchdog.threadMain()
+                return nil
+            }, box.toOpaque())
+            guard rc == 0 else {
+                box.release()
+                c.running = false
+                throw SamplerError.system(operation: "creating the watchdog thread", errno: rc)
+            }
+            c.thread = thread
+        }
+    }
+
+    /// Stops the watchdog and joins its thread (within one round's work; it never waits out a
+    /// period). Idempotent; samplers' timers are deleted.
+    public func stop() {
+        let thread: pthread_t? = control.withLock { c in
+            guard c.running else { return nil }
+            c.running = false
+            defer { c.thread = nil }
+            return c.thread
+        }
+        guard let thread else { return }
+        wake.signal()
+        if pthread_equal(thread, pthread_self()) != 0 {
+            pthread_detach(thread) // stopped from an event handler: the thread ends on its own
+        } else {
+            pthread_join(thread, nil)
+        }
+    }
+
+    private func threadMain() {
+        _ = sw_thread_set_name("stallwatch")
+        let engine = WatchdogEngine(configuration: configuration, sampler: sampler, store: store, logger: logger) {
+            [continuation, handler] event in
+            continuation.yield(event)
+            handler?(event)
+        }
+        while control.withLock({ $0.running }) {
+            engine.sync(sources.withLock { $0 })
+            let next = engine.round()
+            let now = MonotonicClock.now()
+            if next > now {
+                let wait = next - now
+                _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: wait.clampedNanoseconds)))
+            }
+        }
+        engine.shutdown()
+    }
+}

@@ -1,0 +1,17 @@
+import StallwatchPolicy
+
+/// What the watchdog tells its listeners.
+public enum WatchdogEvent: Sendable {
+    /// A stall report: the first of a stall (`report.sequenceInStall == 0`) or a follow-up that the
+    /// Fibonacci back-off let through.
+    case stall(StallReport)
+    /// A reported stall is over.
+    case stallEnded(loop: String, thread: ThreadID?, duration: Duration)
+    /// A stall was noticed but not reported, and why (trivial stack, back-off, daily cap).
+    case filtered(loop: String, reason: FilterReason)
+    /// The process uses much CPU (a `cpuHigh` or `cpuSustained` report).
+    case cpu(StallReport)
+    /// Something went wrong that the watchdog survived (e.g. the report directory is unwritable).
+    /// The stall event itself was still delivered.
+    case error(String)
+}

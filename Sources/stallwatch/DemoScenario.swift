@@ -1,0 +1,54 @@
+import Glibc
+import Stallwatch
+
+/// Stalls the demo can cause, each in a function whose name the report should blame.
+enum DemoScenario: String, CaseIterable, Sendable {
+    case cpu, lock, socket, sleep, healthy
+
+    /// Runs one unit of the loop's work.
+    func work(seconds: Double, lock: UnsafeMutablePointer<pthread_mutex_t>, socket: Int32) {
+        switch self {
+        case .cpu: demoComputeChecksums(seconds: seconds)
+        case .lock: demoWaitForAccountLock(lock)
+        case .socket: demoReadUpstreamResponse(socket)
+        case .sleep: demoBackOffBeforeRetry(seconds: seconds)
+        case .healthy: demoShortRequest()
+        }
+    }
+}
+
+@inline(never)
+func demoComputeChecksums(seconds: Double) {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    let end = Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9 + seconds
+    var x: UInt64 = 1
+    while true {
+        for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1442695040888963407 }
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        if Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9 >= end { break }
+    }
+    if x == 42 { print("") }
+}
+
+@inline(never)
+func demoWaitForAccountLock(_ lock: UnsafeMutablePointer<pthread_mutex_t>) {
+    pthread_mutex_lock(lock)
+    pthread_mutex_unlock(lock)
+}
+
+@inline(never)
+func demoReadUpstreamResponse(_ fd: Int32) {
+    var buffer = [UInt8](repeating: 0, count: 64)
+    _ = read(fd, &buffer, buffer.count)
+}
+
+@inline(never)
+func demoBackOffBeforeRetry(seconds: Double) {
+    usleep(UInt32(seconds * 1_000_000))
+}
+
+@inline(never)
+func demoShortRequest() {
+    usleep(2_000)
+}

@@ -1,0 +1,182 @@
+import Foundation
+import Glibc
+import StallwatchPolicy
+import Synchronization
+import Testing
+@testable import Stallwatch
+
+/// Collects a watchdog's events for assertions.
+final class EventLog: Sendable {
+    private let events = Mutex<[WatchdogEvent]>([])
+    func append(_ e: WatchdogEvent) { events.withLock { $0.append(e) } }
+    var stalls: [StallReport] {
+        events.withLock { $0.compactMap { if case .stall(let r) = $0 { return r } else { return nil } } }
+    }
+    var ended: [Duration] {
+        events.withLock { $0.compactMap { if case .stallEnded(_, _, let d) = $0 { return d } else { return nil } } }
+    }
+}
+
+@Suite("Watchdog end to end", .serialized)
+struct WatchdogEndToEndTests {
+    static let threshold = Duration.milliseconds(300)
+
+    /// Runs `body` on a loop thread between busy() and idle(), watched by a fresh watchdog, and
+    /// returns the events once the stall has ended (or after `timeout`).
+    func watch(_ name: String, release: (() -> Void)? = nil, releaseAfter: Duration = .milliseconds(900),
+               _ body: @escaping @Sendable () -> Void) throws -> EventLog {
+        let log = EventLog()
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: Self.threshold)) { log.append($0) }
+        let probe = watchdog.makeProbe(name: name)
+        try watchdog.start()
+        defer { watchdog.stop() }
+        let worker = TestThread(name: "sw-e2e") { _ in
+            probe.busy()
+            body()
+            probe.idle()
+        }
+        if let release {
+            usleep(UInt32(releaseAfter / .microseconds(1)))
+            release()
+        }
+        worker.stopAndJoin(timeout: .seconds(10))
+        #expect(eventually(timeout: .seconds(2)) { !log.ended.isEmpty })
+        return log
+    }
+
+    func blamedNames(_ r: StallReport) -> [String] { r.blamedStack.compactMap(\.symbol) }
+
+    @Test("a CPU spin past the threshold: one report, cause CPU-bound, blaming the spinning function")
+    func cpuSpin() throws {
+        let log = try watch("cpu-loop") { stallwatchFixtureCPUStall(milliseconds: 900) }
+        #expect(log.stalls.count == 1, "\(log.stalls.map { blamedNames($0).prefix(3) })")
+        let report = try #require(log.stalls.first)
+        #expect(report.cause?.kind == .cpuBound, "\(report.cause?.evidence ?? "")")
+        #expect(blamedNames(report).contains { $0.contains("stallwatchFixtureCPUStall") }, "\(blamedNames(report))")
+        #expect(report.duration >= Self.threshold)
+        #expect(report.loopName == "cpu-loop")
+        #expect(report.sampleCount >= 1)
+        #expect(log.ended.first.map { $0 >= .milliseconds(800) } == true, "ended after \(log.ended)")
+    }
+
+    @Test("a thread waiting on a held mutex: cause lock wait")
+    func lockWait() throws {
+        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        defer { mutex.deallocate() }
+        pthread_mutex_lock(mutex)
+        let address = UInt(bitPattern: mutex)
+        let log = try watch("lock-loop", release: { pthread_mutex_unlock(mutex) }) {
+            stallwatchFixtureLockWait(address)
+        }
+        let report = try #require(log.stalls.first)
+        #expect(log.stalls.count == 1)
+        #expect(report.cause?.kind == .lockWait, "\(report.cause?.evidence ?? "")")
+        #expect(blamedNames(report).contains { $0.contains("stallwatchFixtureLockWait") }, "\(blamedNames(report))")
+    }
+
+    @Test("a thread blocked reading a socket: cause network I/O")
+    func socketRead() throws {
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { close(pair[0]); close(pair[1]) }
+        let readEnd = pair[0], writeEnd = pair[1]
+        let log = try watch("socket-loop", release: { _ = write(writeEnd, "x", 1) }) {
+            _ = stallwatchFixtureBlockingRead(readEnd)
+        }
+        let report = try #require(log.stalls.first)
+        #expect(log.stalls.count == 1)
+        #expect(report.cause?.kind == .networkIO, "\(report.cause?.evidence ?? "")")
+        #expect(blamedNames(report).contains { $0.contains("stallwatchFixtureBlockingRead") }, "\(blamedNames(report))")
+    }
+
+    @Test("a thread in usleep(3 s): cause sleeping, and the sleep is not shortened")
+    func sleeping() throws {
+        let slept = Atomic<Int>(0)
+        let log = try watch("sleep-loop") {
+            let clock = ContinuousClock()
+            let start = clock.now
+            stallwatchFixtureSleep(microseconds: 3_000_000)
+            slept.store(Int((clock.now - start) / .milliseconds(1)), ordering: .releasing)
+        }
+        let report = try #require(log.stalls.first)
+        #expect(log.stalls.count == 1)
+        #expect(report.cause?.kind == .sleeping, "\(report.cause?.evidence ?? "")")
+        #expect(slept.load(ordering: .acquiring) >= 3000, "the sleep was cut short: \(slept.load(ordering: .acquiring)) ms")
+    }
+
+    @Test("a process stopped with SIGSTOP for 3 s and continued reports no stall")
+    func stoppedProcess() throws {
+        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("stallwatch").path
+        try #require(FileManager.default.isExecutableFile(atPath: exe), "build the stallwatch product first (\(exe))")
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: exe)
+        child.arguments = ["demo", "--scenario", "healthy", "--seconds", "6", "--threshold-ms", "300",
+                           "--suspension-limit-ms", "1000"]
+        let out = Pipe()
+        child.standardOutput = out
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        usleep(1_000_000)
+        kill(child.processIdentifier, SIGSTOP)
+        usleep(3_000_000)
+        kill(child.processIdentifier, SIGCONT)
+        child.waitUntilExit()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(child.terminationStatus == 0)
+        #expect(!text.contains("\"event\":\"stall\""), "reported a stall for a stopped process: \(text)")
+    }
+
+    @Test("a healthy loop is never reported, and stop() returns promptly")
+    func healthyAndPromptStop() throws {
+        let log = EventLog()
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .seconds(2))) { log.append($0) }
+        let probe = watchdog.makeProbe(name: "healthy")
+        try watchdog.start()
+        for _ in 0..<50 {
+            probe.busy()
+            usleep(2_000)
+            probe.idle()
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        watchdog.stop()
+        #expect(clock.now - start < .milliseconds(200), "stop() waited out a period")
+        #expect(log.stalls.isEmpty)
+        #expect(!watchdog.isRunning)
+    }
+
+    @Test("nonsense configuration is refused with a message naming the field")
+    func badConfiguration() {
+        #expect(throws: ConfigurationError.self) {
+            _ = try Watchdog(configuration: WatchdogConfiguration(threshold: .zero))
+        }
+        #expect(throws: ConfigurationError.self) {
+            _ = try Watchdog(configuration: WatchdogConfiguration(threshold: .seconds(1), sampleInterval: .seconds(-1)))
+        }
+    }
+}
+
+@inline(never)
+func stallwatchFixtureCPUStall(milliseconds: Int) {
+    let clock = ContinuousClock()
+    let end = clock.now + .milliseconds(milliseconds)
+    var x: UInt64 = 1
+    while clock.now < end {
+        for _ in 0..<1000 { x = x &* 6364136223846793005 &+ 1 }
+    }
+    if x == 7 { print("") }
+}
+
+@inline(never)
+func stallwatchFixtureLockWait(_ address: UInt) {
+    guard let mutex = UnsafeMutablePointer<pthread_mutex_t>(bitPattern: address) else { return }
+    pthread_mutex_lock(mutex)
+    pthread_mutex_unlock(mutex)
+}
+
+@inline(never)
+func stallwatchFixtureSleep(microseconds: UInt32) {
+    usleep(microseconds)
+}
