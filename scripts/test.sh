@@ -6,4 +6,6 @@ scripts/install-deps.sh
 # -Werror goes first: SwiftPM 6.3 rejects a trailing -Werror.
 CFLAGS=(-Xcc -Werror -Xcc -Wall -Xcc -Wextra)
 swift build --build-tests "${CFLAGS[@]}"
-swift test --skip-build "$@"
+# Serially: several suites measure CPU time and scheduling; on 2 cores, parallel suites would
+# starve each other's "busy" threads and turn a CPU-bound stall into a starved one.
+swift test --skip-build --no-parallel "$@"

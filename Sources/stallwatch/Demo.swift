@@ -73,6 +73,15 @@ struct Demo: ParsableCommand {
             guard let lock = UnsafeMutablePointer<pthread_mutex_t>(bitPattern: lockAddress) else { return }
             // A few healthy iterations, one stalling one, then healthy again.
             for i in 0..<Int.max {
+                if kind == .healthy {
+                    // Busy nearly all the time, in batches well under the threshold.
+                    probe.busy()
+                    demoHealthyBatch()
+                    probe.idle()
+                    usleep(1_000)
+                    if Thread.current.isCancelled { break }
+                    continue
+                }
                 probe.busy()
                 if i == 5 { kind.work(seconds: stall, lock: lock, socket: readEnd) } else { demoShortRequest() }
                 probe.idle()

@@ -52,3 +52,12 @@ func demoBackOffBeforeRetry(seconds: Double) {
 func demoShortRequest() {
     usleep(2_000)
 }
+
+/// A healthy unit of work that keeps the loop busy most of the time: a fixed number of iterations
+/// (not a fixed time), so a process stopped in the middle still has work left when continued.
+@inline(never)
+func demoHealthyBatch() {
+    var x: UInt64 = 1
+    for _ in 0..<3_000_000 { x = x &* 6364136223846793005 &+ 1442695040888963407 }
+    if x == 42 { print("") }
+}

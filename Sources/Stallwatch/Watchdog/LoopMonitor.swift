@@ -12,8 +12,8 @@ final class LoopMonitor {
     var reportedThisStall = false
     var stallSince: MonotonicInstant?
     var stallThread: ThreadID?
-    /// The signature of this stall's last report: the same stack again is not a new report.
-    var lastSignature: StackSignature?
+    /// The signatures this stall was reported with: the same stall again is not a new report.
+    var reportedSignatures: [StackSignature] = []
     var followUps = 0
 
     init(source: LoopSource, configuration: WatchdogConfiguration) {
@@ -41,7 +41,7 @@ final class LoopMonitor {
         reportedThisStall = false
         stallSince = nil
         stallThread = nil
-        lastSignature = nil
+        reportedSignatures.removeAll()
         followUps = 0
     }
 }

@@ -145,9 +145,10 @@ final class WatchdogEngine {
         }
         let samples = m.samples.map(builder.stackSample)
         let tree = CallTree(samples: samples)
-        let signature = StackSignature(heaviestPathOf: tree)
-        // One report per stall: a later round reports again only when the blamed stack changed.
-        if m.reportedThisStall, let last = m.lastSignature, signature.isSameStall(as: last) { return }
+        // A stall is identified by the path most of its samples share; one report per stall: a
+        // later round reports again only when that path changed.
+        let signature = StackSignature(dominantPathOf: tree)
+        if m.reportedSignatures.contains(where: { signature.isSameStall(as: $0) }) { return }
         let decision = m.filter.evaluate(signature, round: m.stallRound, now: now)
         guard case .report(let counters) = decision else {
             if case .filtered(let reason) = decision {
@@ -196,7 +197,7 @@ final class WatchdogEngine {
         )
         if m.reportedThisStall { m.followUps += 1 }
         m.reportedThisStall = true
-        m.lastSignature = signature
+        m.reportedSignatures.append(signature)
         deliver(report)
     }
 

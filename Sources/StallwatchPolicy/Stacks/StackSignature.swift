@@ -24,13 +24,25 @@ public struct StackSignature: Hashable, Sendable, Codable {
 }
 
 extension StackSignature {
-    /// Whether two blamed paths describe the same stall: equal once the leaf-most frame of each is
-    /// ignored, i.e. one path minus its leaf is a prefix of the other. A CPU-bound loop's leaf hops
-    /// between the helpers it calls (an iterator's `next`, a hash function) while the stall stays
-    /// the same; a different caller anywhere above the leaf is a different stall.
+    /// The part of a tree's heaviest path that a majority of samples share: the path is cut where
+    /// fewer than half of all samples still follow it. This is what identifies a stall: a CPU-bound
+    /// function's samples spread over the helpers it calls (an iterator's `next`, a clock read),
+    /// so the leaf of the heaviest path hops from round to round while the stall stays the same;
+    /// a different function doing the work is still a different signature.
+    public init(dominantPathOf tree: CallTree) {
+        let total = tree.sampleCount
+        let path = tree.heaviestPath()
+        let kept = path.prefix { $0.count * 2 > total }
+        self.init(rootFirst: (kept.isEmpty ? Array(path.prefix(1)) : Array(kept)).map(\.frame))
+    }
+}
+
+extension StackSignature {
+    /// Whether two dominant paths describe the same stall: one is a prefix of the other (root
+    /// first). When a callee's share of the samples hovers around half, the dominant path gains
+    /// and loses that callee from round to round; the stall is the same.
     public func isSameStall(as other: StackSignature) -> Bool {
         let (short, long) = frames.count <= other.frames.count ? (frames, other.frames) : (other.frames, frames)
-        let stem = short.dropLast()
-        return long.starts(with: stem) && (stem.count > 0 || short.count == long.count)
+        return !short.isEmpty && long.starts(with: short)
     }
 }
