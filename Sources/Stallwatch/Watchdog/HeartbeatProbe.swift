@@ -7,7 +7,8 @@ import Synchronization
 ///
 /// The "busy since" stamp is set at the first `busy()` after an `idle()` and cleared by `idle()`; the
 /// watchdog reports a stall when a loop has been busy longer than the threshold. Both calls are
-/// lock-free and allocation-free: an atomic load, a vDSO clock read and atomic stores.
+/// lock-free and allocation-free: an atomic load, a coarse vDSO clock read and atomic stores; the
+/// stamp's resolution is one kernel tick (4 ms on Debian's HZ=250).
 ///
 /// ```swift
 /// let probe = watchdog.makeProbe(name: "main-loop")
@@ -35,7 +36,8 @@ public final class HeartbeatProbe: Sendable {
     public func busy() {
         if busyStamp.load(ordering: .relaxed) == 0 {
             threadID.store(sw_current_tid(), ordering: .relaxed)
-            busyStamp.store(MonotonicClock.nowNanoseconds(), ordering: .releasing)
+            // The coarse clock keeps the pair within its budget; `busySince` adds the tick back.
+            busyStamp.store(MonotonicClock.coarseNanoseconds(), ordering: .releasing)
         }
     }
 
@@ -56,7 +58,9 @@ public final class HeartbeatProbe: Sendable {
     /// When the current busy period began, or `nil` while idle.
     var busySince: MonotonicInstant? {
         let stamp = busyStamp.load(ordering: .acquiring)
-        return stamp == 0 ? nil : MonotonicInstant(nanoseconds: stamp)
+        // The coarse stamp can be up to one tick early: count from one tick later, so a stall is
+        // reported at most one tick late and never before its threshold.
+        return stamp == 0 ? nil : MonotonicInstant(nanoseconds: stamp &+ MonotonicClock.coarseResolution)
     }
 
     /// The thread that runs the loop, once known.

@@ -32,7 +32,8 @@ public final class Watchdog: Sendable {
     private let store: ReportStore?
     private let logger: Logger
     private let handler: (@Sendable (WatchdogEvent) -> Void)?
-    private let sources = Mutex<[LoopSource]>([])
+    // The loops, with a version so the watchdog thread copies the list only when it changed.
+    private let sources = Mutex<(list: [LoopSource], version: Int)>(([], 0))
     private let control = Mutex<Control>(Control())
     private let wake = DispatchSemaphore(value: 0)
 
@@ -76,23 +77,32 @@ public final class Watchdog: Sendable {
 
     /// Starts monitoring a heartbeat probe.
     public func monitor(_ probe: HeartbeatProbe) {
-        sources.withLock { list in
-            if !list.contains(where: { $0.identity == ObjectIdentifier(probe) }) { list.append(.heartbeat(probe)) }
+        sources.withLock { s in
+            if !s.list.contains(where: { $0.identity == ObjectIdentifier(probe) }) {
+                s.list.append(.heartbeat(probe))
+                s.version += 1
+            }
         }
         wake.signal()
     }
 
     /// Starts monitoring a ping probe.
     public func monitor(_ probe: PingProbe) {
-        sources.withLock { list in
-            if !list.contains(where: { $0.identity == ObjectIdentifier(probe) }) { list.append(.ping(probe)) }
+        sources.withLock { s in
+            if !s.list.contains(where: { $0.identity == ObjectIdentifier(probe) }) {
+                s.list.append(.ping(probe))
+                s.version += 1
+            }
         }
         wake.signal()
     }
 
     /// Stops monitoring a probe (of either kind).
     public func unmonitor(_ probe: AnyObject) {
-        sources.withLock { $0.removeAll { $0.identity == ObjectIdentifier(probe) } }
+        sources.withLock { s in
+            s.list.removeAll { $0.identity == ObjectIdentifier(probe) }
+            s.version += 1
+        }
         wake.signal()
     }
 
@@ -146,8 +156,12 @@ public final class Watchdog: Sendable {
             continuation.yield(event)
             handler?(event)
         }
+        var seenVersion = -1
         while control.withLock({ $0.running }) {
-            engine.sync(sources.withLock { $0 })
+            if let changed = sources.withLock({ s in s.version == seenVersion ? nil : (s.list, s.version) }) {
+                engine.sync(changed.0)
+                seenVersion = changed.1
+            }
             let next = engine.round()
             let now = MonotonicClock.now()
             if next > now {

@@ -1,0 +1,72 @@
+import ArgumentParser
+import Foundation
+import Glibc
+import Stallwatch
+import StallwatchPolicy
+
+/// `bench probe`: what a heartbeat costs the loop, and what an idle watchdog costs the process.
+struct ProbeBenchmark: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "probe",
+        abstract: "Cost of a heartbeat busy/idle pair, and the CPU of an idle watchdog.",
+        discussion: """
+        The pair cost is timed over --pairs busy()/idle() pairs, --rounds times; median and spread
+        are printed (goal: ≤ 25 ns a pair). The idle watchdog watches one idle loop with the default
+        configuration (2 s threshold, 1 s checks) for --idle-seconds; its thread's CPU clock gives its
+        cost (goal: ≤ 0.01 % of a core).
+        """
+    )
+
+    @Option(help: "busy/idle pairs per round.")
+    var pairs: Int = 20_000_000
+
+    @Option(help: "Timing rounds.")
+    var rounds: Int = 7
+
+    @Option(name: .customLong("idle-seconds"), help: "How long to watch the idle watchdog.")
+    var idleSeconds: Double = 60
+
+    func validate() throws {
+        guard pairs >= 1000 else { throw ValidationError("--pairs must be ≥ 1000") }
+        guard rounds >= 1 else { throw ValidationError("--rounds must be ≥ 1") }
+        guard idleSeconds >= 0 else { throw ValidationError("--idle-seconds must be ≥ 0") }
+    }
+
+    func run() throws {
+        print("bench probe: \(MachineDescription.current().oneLine)")
+        let probe = HeartbeatProbe(name: "bench")
+        probe.busy()
+        probe.idle()
+        var perPair: [Double] = []
+        for _ in 0..<rounds {
+            let t0 = Workload.now()
+            for _ in 0..<pairs {
+                probe.busy()
+                probe.idle()
+            }
+            perPair.append(Double(Workload.now() - t0) / Double(pairs))
+        }
+        let s = Spread(perPair)
+        print(String(format: "heartbeat busy/idle pair: %.1f ns median [%.1f…%.1f] over %d rounds of %d pairs — goal ≤ 25 ns: %@",
+                     s.median, s.min, s.max, rounds, pairs, s.median <= 25 ? "met" : "NOT met"))
+        guard idleSeconds > 0 else { return }
+        let watchdog = try Watchdog()
+        _ = watchdog.makeProbe(name: "idle-loop")
+        try watchdog.start()
+        defer { watchdog.stop() }
+        usleep(200_000)
+        guard let tid = try ThreadList.current().first(where: { (try? ThreadInfo.read($0).name) == "stallwatch" }) else {
+            throw ValidationError("the watchdog thread was not found")
+        }
+        let clock = ThreadCPUClock(tid)
+        let c0 = try clock.elapsed()
+        let w0 = Workload.now()
+        usleep(UInt32(idleSeconds * 1_000_000))
+        let cpu = try clock.elapsed() - c0
+        let wall = Double(Workload.now() - w0) / 1e9
+        let percent = Double(cpu.components.attoseconds) / 1e18 + Double(cpu.components.seconds)
+        let share = percent / wall * 100
+        print(String(format: "idle watchdog: %.1f µs CPU over %.0f s = %.4f %% of a core — goal ≤ 0.01 %%: %@",
+                     percent * 1e6, wall, share, share <= 0.01 ? "met" : "NOT met"))
+    }
+}
