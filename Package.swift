@@ -58,6 +58,7 @@ let package = Package(
             name: "stallwatch",
             dependencies: [
                 "Stallwatch",
+                "CSampler",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/stallwatch"

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CSampler
 import Foundation
 import Glibc
 import Stallwatch
@@ -71,6 +72,7 @@ struct Demo: ParsableCommand {
         let lockAddress = UInt(bitPattern: lock)
         let loop = Thread {
             guard let lock = UnsafeMutablePointer<pthread_mutex_t>(bitPattern: lockAddress) else { return }
+            _ = sw_thread_set_name("demo-loop") // Foundation does not name the kernel thread on Linux
             // A few healthy iterations, one stalling one, then healthy again.
             for i in 0..<Int.max {
                 if kind == .healthy {

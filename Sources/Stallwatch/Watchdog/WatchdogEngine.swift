@@ -52,10 +52,13 @@ final class WatchdogEngine {
         for m in monitors.values {
             if case .ping(let p) = m.source { p.pingIfIdle() }
             step(m, now: now)
-            // Wake exactly when a busy loop would cross the threshold, not up to a period later.
+            // Wake exactly when a busy loop becomes suspect (to start sampling: the report needs
+            // samples from before the threshold) and when it crosses the threshold, not up to a
+            // period later.
             if let since = m.source.busySince, m.stallSince == nil {
+                let suspect = since + configuration.threshold * configuration.suspicionFraction + .milliseconds(1)
                 let due = since + configuration.threshold + .milliseconds(1)
-                if due > now && due < next { next = due }
+                for t in [suspect, due] where t > now && t < next { next = t }
             }
             if m.source.busySince != nil || m.ring != nil || m.stallSince != nil { anyActive = true }
             if m.ring != nil {
