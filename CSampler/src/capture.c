@@ -171,6 +171,7 @@ static void answer(uint64_t cookie, const ucontext_t *uc) {
 static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc) {
     int64_t t0 = sw_now_ns();
     sw_stack_t *st = &s->stack;
+    st->taken_at_ns = (uint64_t)t0;
     sw_capture_fill(st, uc, (sw_unwinder_t)s->unwinder, s->max_frames);
     if (s->unwinder == SW_UNWIND_LIBUNWIND) {
         const greg_t *g = uc->uc_mcontext.gregs;
@@ -467,6 +468,7 @@ static void collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live, sw
     out->tid = tid;
     out->sp = st->sp;
     out->handler_ns = st->handler_ns;
+    out->taken_at_ns = st->taken_at_ns;
     memcpy(out->frames, st->frames, sizeof(uint64_t) * st->count);
     if (st->unwinder == SW_UNWIND_LIBUNWIND) {
         sw_stack_view_t view;

@@ -46,6 +46,7 @@ void sw_ring_on_signal(uint64_t cookie, const void *ucv) {
     int64_t t0 = sw_now_ns();
     sw_capture_fill(&e->stack, ucv, SW_UNWIND_FRAME_POINTER, r->max_frames);
     e->stack.tid = r->tid;
+    e->stack.taken_at_ns = (uint64_t)t0;
     e->stack.handler_ns = (uint64_t)(sw_now_ns() - t0);
     e->stack.latency_ns = 0;
     atomic_store_explicit(&e->seq, 2 * n + 2, memory_order_release);

@@ -6,6 +6,6 @@ struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure what Stallwatch costs on this machine.",
-        subcommands: [SamplerBenchmark.self]
+        subcommands: [SamplerBenchmark.self, SnapshotBenchmark.self, WorkloadCommand.self]
     )
 }
