@@ -61,9 +61,11 @@ let benchmarks: @Sendable () -> Void = {
         let spinner = Spinner()
         defer { spinner.finish() }
         let clock = ThreadCPUClock(ThreadID(rawValue: spinner.tid.load(ordering: .acquiring)))
+        benchmark.startMeasurement()
         for _ in benchmark.scaledIterations {
             blackHole(try? clock.elapsed())
         }
+        benchmark.stopMeasurement()
     }
 
     Benchmark("ring drain (20 samples × 128 frames max, fp)") { benchmark in
