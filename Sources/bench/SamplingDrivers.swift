@@ -185,7 +185,15 @@ final class TimerDriver: SamplingDriver, @unchecked Sendable {
     func begin() throws {
         rings = []
         for target in targets {
-            let ring = sw_ring_start(target, Int64(interval), SW_RING_CLOCK_THREAD_CPU, 128, capacity)
+            var ring = sw_ring_start(target, Int64(interval), SW_RING_CLOCK_THREAD_CPU, 128, capacity)
+            // A thread inside a handler (a late signal from the previous phase) shows SIGPROF in its
+            // SigBlk for that instant: sw_ring_start reads it as "blocked". Ask again briefly.
+            var attempts = 0
+            while ring == Int32(SW_ERR_SIGNAL_BLOCKED) && attempts < 50 {
+                usleep(1000)
+                attempts += 1
+                ring = sw_ring_start(target, Int64(interval), SW_RING_CLOCK_THREAD_CPU, 128, capacity)
+            }
             guard ring >= 0 else {
                 for r in rings { _ = sw_ring_stop(r) }
                 throw BenchError("sw_ring_start(\(target)) failed: \(ring)")
