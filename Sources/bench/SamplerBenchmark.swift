@@ -45,7 +45,7 @@ struct SamplerBenchmark: ParsableCommand {
 
         Run time: the default (6 rounds × 4 phases × 2 s + 3 peer children × 2 s per round) takes
         about 90 s. --sweep runs interval (1, 10, 50, 100 ms) × unwinder (fp, libunwind) ×
-        depth (8, 32, 128) × sampled threads (1, 8, 64), 3 rounds × 0.4 s phases: about 4 minutes;
+        depth (8, 32, 128) × sampled threads (1, 8, 64), 3 rounds × 0.4 s phases: 4–5 minutes (301 s measured);
         the expected time is printed before it starts. `bench snapshot` measures held-still snapshots.
         """
     )
