@@ -46,10 +46,16 @@ let package = Package(
             ],
             path: "Sources/Stallwatch"
         ),
+        // The bench command's own C helpers (malloc counter, SIGPROF recorder); never in the library.
+        .target(
+            name: "BenchSupport",
+            path: "Sources/BenchSupport"
+        ),
         .executableTarget(
             name: "bench",
             dependencies: [
                 "Stallwatch",
+                "BenchSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/bench"

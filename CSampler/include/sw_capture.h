@@ -43,6 +43,7 @@ typedef struct sw_stack {
     uint64_t sp;             ///< interrupted stack pointer
     uint64_t handler_ns;     ///< time the handler spent capturing (thread CPU clock), 0 if not measured
     uint64_t latency_ns;     ///< request sent -> answer seen by the requester (monotonic)
+    uint64_t taken_at_ns;    ///< CLOCK_MONOTONIC when the handler started capturing, 0 if no handler ran
 } sw_stack_t;
 
 /// Error codes (negative return values). Other negative values are -errno.

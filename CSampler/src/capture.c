@@ -171,6 +171,7 @@ static void answer(uint64_t cookie, const ucontext_t *uc) {
 static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc) {
     int64_t t0 = sw_now_ns();
     sw_stack_t *st = &s->stack;
+    st->taken_at_ns = (uint64_t)t0;
     sw_capture_fill(st, uc, (sw_unwinder_t)s->unwinder, s->max_frames);
     if (s->unwinder == SW_UNWIND_LIBUNWIND) {
         const greg_t *g = uc->uc_mcontext.gregs;
@@ -410,13 +411,28 @@ static int wait_state(sw_slot_t *s, uint32_t gen, int64_t deadline, uint32_t *fi
     }
 }
 
+// Whether `tid` blocks `signo`: 1 yes, 0 no, SW_ERR_THREAD_GONE. A thread inside our own handler
+// shows the signal blocked for the handler's duration (the kernel masks it while it runs), so
+// "blocked" counts only when it stays so over three readings 200 µs apart.
+int sw_signal_blocked_by(int32_t tid, int signo) {
+    for (int attempt = 0; attempt < 3; attempt++) {
+        uint64_t mask = 0;
+        int rc = sw_thread_sigblk(tid, &mask);
+        if (rc == -ESRCH) return SW_ERR_THREAD_GONE;
+        if (rc != 0 || (mask & (1ULL << (signo - 1))) == 0) return 0;
+        if (attempt < 2) {
+            struct timespec pause = {.tv_sec = 0, .tv_nsec = 200000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    return 1;
+}
+
 // Decides why a thread did not answer: gone, blocking the signal, or just late.
 static int classify_silence(int32_t tid, int signo) {
-    uint64_t mask = 0;
-    int rc = sw_thread_sigblk(tid, &mask);
-    if (rc == -ESRCH) return SW_ERR_THREAD_GONE;
-    if (rc == 0 && (mask & (1ULL << (signo - 1)))) return SW_ERR_SIGNAL_BLOCKED;
-    return SW_ERR_TIMED_OUT;
+    int blocked = sw_signal_blocked_by(tid, signo);
+    if (blocked < 0) return blocked;
+    return blocked ? SW_ERR_SIGNAL_BLOCKED : SW_ERR_TIMED_OUT;
 }
 
 // Before the first request to a thread: does it block the signal (libdispatch threads block
@@ -424,10 +440,9 @@ static int classify_silence(int32_t tid, int signo) {
 static int check_new_target(int32_t tid, int signo) {
     uint32_t h = (uint32_t)tid % SW_TID_CACHE;
     if (atomic_load_explicit(&g_ok_tids[h], memory_order_relaxed) == tid) return 0;
-    uint64_t mask = 0;
-    int rc = sw_thread_sigblk(tid, &mask);
-    if (rc == -ESRCH) return SW_ERR_THREAD_GONE;
-    if (rc == 0 && (mask & (1ULL << (signo - 1)))) return SW_ERR_SIGNAL_BLOCKED;
+    int blocked = sw_signal_blocked_by(tid, signo);
+    if (blocked < 0) return blocked;
+    if (blocked) return SW_ERR_SIGNAL_BLOCKED;
     sw_maps_rebuild();
     atomic_store_explicit(&g_ok_tids[h], tid, memory_order_relaxed);
     return 0;
@@ -467,6 +482,7 @@ static void collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live, sw
     out->tid = tid;
     out->sp = st->sp;
     out->handler_ns = st->handler_ns;
+    out->taken_at_ns = st->taken_at_ns;
     memcpy(out->frames, st->frames, sizeof(uint64_t) * st->count);
     if (st->unwinder == SW_UNWIND_LIBUNWIND) {
         sw_stack_view_t view;

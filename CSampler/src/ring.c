@@ -46,6 +46,7 @@ void sw_ring_on_signal(uint64_t cookie, const void *ucv) {
     int64_t t0 = sw_now_ns();
     sw_capture_fill(&e->stack, ucv, SW_UNWIND_FRAME_POINTER, r->max_frames);
     e->stack.tid = r->tid;
+    e->stack.taken_at_ns = (uint64_t)t0;
     e->stack.handler_ns = (uint64_t)(sw_now_ns() - t0);
     e->stack.latency_ns = 0;
     atomic_store_explicit(&e->seq, 2 * n + 2, memory_order_release);
@@ -60,10 +61,9 @@ int sw_ring_start(int32_t tid, int64_t interval_ns, sw_ring_clock_t clock, uint3
         return SW_ERR_INVALID;
     }
     if (max_frames > SW_MAX_FRAMES) max_frames = SW_MAX_FRAMES;
-    uint64_t mask = 0;
-    int rc = sw_thread_sigblk(tid, &mask);
-    if (rc == -ESRCH) return SW_ERR_THREAD_GONE;
-    if (rc == 0 && (mask & (1ULL << (signo - 1)))) return SW_ERR_SIGNAL_BLOCKED;
+    int blocked = sw_signal_blocked_by(tid, signo);
+    if (blocked < 0) return blocked;
+    if (blocked) return SW_ERR_SIGNAL_BLOCKED;
     sw_maps_rebuild(); // the thread's stack must be in the table before its first tick
     pthread_mutex_lock(&g_rings_lock);
     int idx = -1;

@@ -44,6 +44,10 @@ int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *c
 /// checked walk. async-signal-safe.
 void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames);
 
+/// 1 when `tid` keeps `signo` blocked over a few readings, 0 when not, SW_ERR_THREAD_GONE.
+/// Not for handlers (reads /proc, sleeps up to 0.4 ms).
+int sw_signal_blocked_by(int32_t tid, int signo);
+
 /// The ring handler (ring.c). async-signal-safe.
 void sw_ring_on_signal(uint64_t cookie, const void *ucv);
 

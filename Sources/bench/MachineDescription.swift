@@ -17,12 +17,17 @@ struct MachineDescription: Codable {
         var uts = utsname()
         uname(&uts)
         let release = withUnsafeBytes(of: uts.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        let nodes = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/devices/system/node"))?
-            .filter { $0.hasPrefix("node") && Int($0.dropFirst(4)) != nil }.count ?? 1
+        let topology = NUMATopology.current()
         let formatter = ISO8601DateFormatter()
         return MachineDescription(cpuModel: model, logicalCPUs: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))),
-                                  numaNodes: max(nodes, 1), kernel: release, date: formatter.string(from: Date()))
+                                  numaNodes: max(topology.nodes.count, 1), kernel: release, date: formatter.string(from: Date()))
     }
 
-    var oneLine: String { "\(cpuModel), \(logicalCPUs) CPUs, \(numaNodes) NUMA node(s), Linux \(kernel)" }
+    var oneLine: String { "\(cpuModel), \(logicalCPUs) CPUs, \(numaNodes) NUMA node(s), Linux \(kernel), \(date); load average at start \(loadAverage)" }
+
+    /// /proc/loadavg's first three fields: other work on the machine inflates every figure.
+    var loadAverage: String {
+        let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?"
+        return text.split(separator: " ").prefix(3).joined(separator: " ")
+    }
 }

@@ -1,32 +1,52 @@
 import ArgumentParser
+import BenchSupport
 import CSampler
 import Foundation
 import Glibc
 import Stallwatch
 
-/// `bench sampler`: what sampling one busy thread every 50 ms costs, measured A/B in one run.
+/// `bench sampler`: what sampling busy threads costs, measured A/B in one run, with a peer profiler.
 struct SamplerBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sampler",
         abstract: "Measure the cost of sampling a busy thread's stack every 50 ms (the claim to beat: 3 % CPU).",
         discussion: """
-        Method. One CPU-bound workload thread runs at a known stack depth for the whole run. Phases
-        alternate in one process — off, timer, thread, floor — rotating their order every round, and
-        every figure is the median over rounds with its min–max spread:
+        Method. CPU-bound workload threads run at a known stack depth for the whole run. Phases
+        alternate A/B/A/B in one process — off, timer, thread, floor — rotating their order every
+        round; every per-round figure is the median over N rounds with its [min…max] spread, and
+        per-sample figures are pooled over all rounds (median, p99). The machine (CPU model, logical
+        CPUs, NUMA nodes from NUMATopology.current(), kernel) is printed first.
 
           off     no sampling (the baseline of its round)
           timer   a kernel timer on the workload's CPU clock signals it every interval; the handler
                   walks frame pointers into a ring; a reader drains the ring once per second (the
-                  watchdog's check period). No thread wakes per sample.
+                  watchdog's check period). No thread wakes per sample. libunwind is not possible
+                  here: the ring's handler walks frame pointers itself.
           thread  a sampler thread wakes every interval and requests the stack (signal, handler
-                  walk, answer) — the request/answer path the watchdog uses for one-off captures.
-          floor   like thread, but the handler answers with the PC only: the bare signal round trip.
+                  walk or stack copy, answer) — the request/answer path the watchdog uses.
+          floor   like thread, but the handler answers with the PC only: the bare signal round
+                  trip. Every latency is also printed as a ratio to the floor's median.
+          peers   gperftools' CPU profiler (libprofiler.so.0, LD_PRELOAD into a child `bench
+                  workload` process, CPUPROFILE_FREQUENCY = 1000 / interval), default (libunwind)
+                  and TCMALLOC_STACKTRACE_METHOD=generic_fp, against a child without it, in every
+                  round. It uses ITIMER_PROF (process CPU time): with one busy thread the rate matches.
 
-        Cost is measured two ways: throughput loss against the same round's off phase (this VM
-        cannot resolve below about 0.2 %), and per-sample accounting — the workload detects gaps
-        in its own progress and the gap time beyond the off phase's, per sample, is the time stolen
-        from it; the sampler's own CPU comes from its thread CPU clock. Total cost = sampler CPU +
-        stolen time, as % of one core.
+        Cost, two methods, each figure labelled with its method:
+          gap     (precise) the workload records every gap in its progress (start, end) into a
+                  preallocated ring; each sample is matched with the gap containing the time its
+                  handler started (taken_at_ns); stolen = gap − typical iteration. A sample with no
+                  enclosing gap stole less than the threshold (typical + 1 µs): counted, not timed.
+          excess  (old) gap time per wall second with sampling minus without, × wall / samples.
+                  Swamped by VM noise for small effects.
+        Throughput loss is against the same round's off phase; this VM cannot resolve below about
+        0.2 %. When a spread is larger than the effect, the output says so. Total cost = sampler
+        thread CPU + gap-method stolen time, % of one core. Mallocs are counted by the bench's own
+        malloc (no LD_PRELOAD) during each sampling phase, after the driver's setup.
+
+        Run time: the default (6 rounds × 4 phases × 2 s + 3 peer children × 2 s per round) takes
+        about 90 s. --sweep runs interval (1, 10, 50, 100 ms) × unwinder (fp, libunwind) ×
+        depth (8, 32, 128) × sampled threads (1, 8, 64), 3 rounds × 0.4 s phases: 4–5 minutes (301 s measured);
+        the expected time is printed before it starts. `bench snapshot` measures held-still snapshots.
         """
     )
 
@@ -37,13 +57,34 @@ struct SamplerBenchmark: ParsableCommand {
     var rounds: Int = 6
 
     @Option(name: .customLong("phase-seconds"), help: "Length of one phase in seconds.")
-    var phaseSeconds: Double = 3
+    var phaseSeconds: Double = 2
 
     @Option(help: "Stack depth of the workload (frames of its own recursion).")
     var depth: Int = 32
 
     @Option(help: "Unwinder for the thread driver: fp or libunwind (the timer driver always walks frame pointers).")
     var unwinder: String = "fp"
+
+    @Option(help: "Peer profiler to compare with: gperftools or none (default: gperftools when libprofiler.so.0 is installed).")
+    var peer: String?
+
+    @Flag(help: "Run the sweep (interval × unwinder × depth × threads) instead of the default table.")
+    var sweep = false
+
+    @Option(name: .customLong("sweep-rounds"), help: "Rounds per sweep group.")
+    var sweepRounds: Int = 3
+
+    @Option(name: .customLong("sweep-phase-seconds"), help: "Phase length in the sweep.")
+    var sweepPhaseSeconds: Double = 0.4
+
+    @Option(name: .customLong("sweep-intervals"), help: "Sweep intervals in ms, comma-separated.")
+    var sweepIntervals: String = "1,10,50,100"
+
+    @Option(name: .customLong("sweep-depths"), help: "Sweep depths, comma-separated.")
+    var sweepDepths: String = "8,32,128"
+
+    @Option(name: .customLong("sweep-threads"), help: "Sweep workload thread counts, comma-separated.")
+    var sweepThreads: String = "1,8,64"
 
     @Option(help: "Write the figures as JSON to this file.")
     var json: String?
@@ -54,165 +95,182 @@ struct SamplerBenchmark: ParsableCommand {
         guard phaseSeconds >= 0.2, phaseSeconds <= 600 else { throw ValidationError("--phase-seconds must be in [0.2, 600], got \(phaseSeconds)") }
         guard depth >= 1, depth <= 200 else { throw ValidationError("--depth must be in 1...200, got \(depth)") }
         guard ["fp", "libunwind"].contains(unwinder) else { throw ValidationError("--unwinder must be fp or libunwind, got \(unwinder)") }
+        guard peer == nil || ["gperftools", "none"].contains(peer ?? "") else {
+            throw ValidationError("--peer must be gperftools or none, got \(peer ?? "")")
+        }
+        if peer == "gperftools" && !PeerRunner.available {
+            throw ValidationError("--peer gperftools: \(PeerRunner.library) is missing (apt-get install libgoogle-perftools-dev)")
+        }
+        guard sweepRounds >= 1, sweepPhaseSeconds >= 0.1 else { throw ValidationError("--sweep-rounds >= 1, --sweep-phase-seconds >= 0.1") }
+        for (name, list) in [("intervals", sweepIntervals), ("depths", sweepDepths), ("threads", sweepThreads)] {
+            guard parseList(list) != nil else { throw ValidationError("--sweep-\(name): expected positive numbers separated by commas, got \(list)") }
+        }
+        guard (parseList(sweepThreads) ?? []).allSatisfy({ $0 <= Double(SW_MAX_RINGS) }) else {
+            throw ValidationError("--sweep-threads: at most \(SW_MAX_RINGS) (one timer ring per thread)")
+        }
     }
 
     func run() throws {
         let machine = MachineDescription.current()
-        let sampler = try StackSampler()
-        let workload = Workload(depth: depth)
-        workload.start()
-        usleep(300_000) // calibration and warm-up
-        let target = workload.tid.load(ordering: .acquiring)
-        let intervalDuration = Duration.nanoseconds(Int64(interval * 1_000_000))
-        let expected = Int(phaseSeconds * 1000 / interval) + 16
-        let logs = [Mode.timer: SampleLog(capacity: expected * 2), .thread: SampleLog(capacity: expected * 2),
-                    .floor: SampleLog(capacity: expected * 2)]
-        var perMode: [Mode: [PhaseResult]] = [:]
-        var offs: [PhaseResult] = []
-        var pooled: [Mode: (latency: [Int], handler: [Int], frames: [Int])] = [:]
-        let order: [Mode] = [.off, .timer, .thread, .floor]
         print("bench sampler: \(machine.oneLine)")
-        print("workload depth \(depth), interval \(interval) ms, \(rounds) rounds × \(order.count) phases × \(phaseSeconds) s; typical iteration \(workload.typicalIteration) ns")
+        guard bench_malloc_counter_active() == 1 else { throw BenchError("the bench's malloc counter is not in use; cannot count allocations") }
+        _ = try StackSampler()
+        if sweep {
+            try SweepRunner(command: self, machine: machine).run()
+        } else {
+            try runDefault(machine: machine)
+        }
+    }
+
+    private func runDefault(machine: MachineDescription) throws {
+        let usePeer = peer == "gperftools" || (peer == nil && PeerRunner.available)
+        let workload = Workload(depth: depth, threads: 1)
+        workload.start()
+        let runner = PhaseRunner(workload: workload, maxSamplesPerPhase: Int(phaseSeconds * 1000 / interval) * 2 + 256)
+        let specs = [PhaseSpec(mode: .off, intervalMilliseconds: interval, unwinder: "fp"),
+                     PhaseSpec(mode: .timer, intervalMilliseconds: interval, unwinder: "fp"),
+                     PhaseSpec(mode: .thread, intervalMilliseconds: interval, unwinder: unwinder),
+                     PhaseSpec(mode: .floor, intervalMilliseconds: interval, unwinder: "none")]
+        let peerRunner = PeerRunner(executable: try selfExecutable(), depth: depth, intervalMilliseconds: interval, seconds: phaseSeconds)
+        let perRound = Double(specs.count) * phaseSeconds + (usePeer ? 3 * (phaseSeconds + 0.5) : 0)
+        print("workload: 1 thread, depth \(depth), typical iteration \(workload.typicalIteration) ns; interval \(Fmt.f(interval, 0)) ms; thread unwinder \(unwinder)")
+        print("method: \(rounds) rounds × [\(specs.map(\.label).joined(separator: ", "))\(usePeer ? ", peer-off, gperftools/libunwind, gperftools/generic_fp" : "")] × \(Fmt.f(phaseSeconds, 1)) s, order rotated every round; expected run time ≈ \(Int(Double(rounds) * perRound)) s")
+        if !usePeer { print("peer: none (\(peer == "none" ? "--peer none" : "\(PeerRunner.library) not installed"))") }
+        let started = Workload.now()
+        var outcomes: [PhaseSpec: [(on: PhaseOutcome, off: PhaseOutcome)]] = [:]
+        var background: [Double] = []
+        var backgroundSeconds = 0.0
+        var peerOutcomes: [PeerKind: [(on: WorkloadReport, off: WorkloadReport)]] = [:]
         for round in 0..<rounds {
-            let rotated = (0..<order.count).map { order[($0 + round) % order.count] }
-            var roundResults: [Mode: PhaseResult] = [:]
-            for mode in rotated {
-                let driver: SamplingDriver? = switch mode {
-                case .off: nil
-                case .timer: TimerDriver(sampler: sampler, target: target, interval: intervalDuration,
-                                         drainEvery: .seconds(1), log: logs[.timer]!)
-                case .thread: ThreadDriver(target: target, interval: intervalDuration,
-                                           unwinder: unwinder == "fp" ? SW_UNWIND_FRAME_POINTER : SW_UNWIND_LIBUNWIND,
-                                           maxFrames: 128, log: logs[.thread]!)
-                case .floor: ThreadDriver(target: target, interval: intervalDuration, unwinder: SW_UNWIND_NONE,
-                                          maxFrames: 1, log: logs[.floor]!)
-                }
-                let result = runPhase(workload: workload, driver: driver)
-                roundResults[mode] = result
-                if let log = logs[mode] {
-                    let taken = log.take()
-                    pooled[mode, default: ([], [], [])].latency += taken.latency
-                    pooled[mode, default: ([], [], [])].handler += taken.handler
-                    pooled[mode, default: ([], [], [])].frames += taken.frames
-                }
+            let rotated = (0..<specs.count).map { specs[($0 + round) % specs.count] }
+            var results: [PhaseSpec: PhaseOutcome] = [:]
+            for spec in rotated { results[spec] = try runner.run(spec, seconds: phaseSeconds) }
+            guard let off = results[specs[0]] else { throw BenchError("round \(round): no off phase") }
+            background += off.backgroundGaps.map { Double($0) / 1000 }
+            backgroundSeconds += Double(off.wallNanoseconds) / 1e9
+            for spec in specs.dropFirst() {
+                if let on = results[spec] { outcomes[spec, default: []].append((on, off)) }
             }
-            offs.append(roundResults[.off]!)
-            for mode in [Mode.timer, .thread, .floor] {
-                perMode[mode, default: []].append(roundResults[mode]!.relative(to: roundResults[.off]!))
+            if usePeer {
+                let kinds = PeerKind.allCases
+                let order = (0..<kinds.count).map { kinds[($0 + round) % kinds.count] }
+                var reports: [PeerKind: WorkloadReport] = [:]
+                for kind in order { reports[kind] = try peerRunner.run(kind) }
+                if let off = reports[.off] {
+                    for kind in kinds where kind != .off {
+                        if let on = reports[kind] { peerOutcomes[kind, default: []].append((on, off)) }
+                    }
+                }
             }
             FileHandle.standardError.write(Data("round \(round + 1)/\(rounds) done\n".utf8))
         }
         workload.finish()
-        let summary = BenchmarkSummary(machine: machine, intervalMilliseconds: interval, depth: depth,
-                                       rounds: rounds, phaseSeconds: phaseSeconds, unwinder: unwinder,
-                                       modes: [Mode.timer, .thread, .floor].map { mode in
-            ModeSummary(mode: mode, rounds: perMode[mode] ?? [], pooled: pooled[mode] ?? ([], [], []))
-        })
-        summary.printTable()
+        let elapsed = Double(Workload.now() - started) / 1e9
+        var rows = specs.dropFirst().map { CostRow(label: $0.label, rounds: outcomes[$0] ?? []) }
+        for kind in PeerKind.allCases where kind != .off {
+            if let r = peerOutcomes[kind] { rows.append(CostRow(peer: kind.rawValue, rounds: r)) }
+        }
+        let floorMedian = rows.first { $0.label == "floor" }?.latencyMedianMicroseconds ?? .nan
+        let report = SamplerReport(machine: machine, intervalMilliseconds: interval, depth: depth, threads: 1,
+                                   rounds: rounds, phaseSeconds: phaseSeconds, unwinder: unwinder,
+                                   typicalIterationNanoseconds: workload.typicalIteration,
+                                   floorLatencyMedianMicroseconds: floorMedian, rows: rows,
+                                   residentBytes: Int(bench_rss_bytes()), runSeconds: elapsed,
+                                   offGapsPerSecond: Double(background.count) / max(backgroundSeconds, 1e-9),
+                                   offGapMedianMicroseconds: Stats.median(background),
+                                   offGapP99Microseconds: Stats.percentile(background, 99))
+        report.printTables()
         if let json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            try encoder.encode(summary).write(to: URL(fileURLWithPath: json))
+            encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+            try encoder.encode(report).write(to: URL(fileURLWithPath: json))
             print("figures written to \(json)")
         }
-    }
-
-    private func runPhase(workload: Workload, driver: SamplingDriver?) -> PhaseResult {
-        let i0 = workload.iterations.load(ordering: .relaxed)
-        let s0 = workload.stolenNanoseconds.load(ordering: .relaxed)
-        let t0 = Workload.now()
-        driver?.begin()
-        usleep(UInt32(phaseSeconds * 1_000_000))
-        let i1 = workload.iterations.load(ordering: .relaxed)
-        let s1 = workload.stolenNanoseconds.load(ordering: .relaxed)
-        let t1 = Workload.now()
-        let cost = driver?.end() ?? DriverCost(samples: 0, failures: 0, samplerCPUNanoseconds: 0)
-        return PhaseResult(wallNanoseconds: t1 - t0, iterations: i1 - i0, stolenNanoseconds: s1 - s0, cost: cost)
+        report.printVerdict()
     }
 }
 
-enum Mode: String, Codable, Hashable {
-    case off, timer, thread, floor
+/// The path of the running executable (to spawn `bench workload`).
+func selfExecutable() throws -> String {
+    var buf = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let n = readlink("/proc/self/exe", &buf, buf.count - 1)
+    guard n > 0 else { throw BenchError("readlink /proc/self/exe failed: errno \(errno)") }
+    return String(decoding: buf.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
-/// One phase's raw figures, and relative to its round's off phase.
-struct PhaseResult {
-    var wallNanoseconds: Int
-    var iterations: Int
-    var stolenNanoseconds: Int
-    var cost: DriverCost
-    var throughputLossPercent = 0.0
-    var stolenPerSampleNanoseconds = 0.0
-    var samplerCPUPercent = 0.0
-    var stolenPercent = 0.0
-
-    func relative(to off: PhaseResult) -> PhaseResult {
-        var r = self
-        let thr = Double(iterations) / Double(wallNanoseconds)
-        let thrOff = Double(off.iterations) / Double(off.wallNanoseconds)
-        r.throughputLossPercent = (1 - thr / thrOff) * 100
-        let stolenRate = Double(stolenNanoseconds) / Double(wallNanoseconds)
-        let stolenRateOff = Double(off.stolenNanoseconds) / Double(off.wallNanoseconds)
-        let extra = (stolenRate - stolenRateOff) * Double(wallNanoseconds)
-        r.stolenPerSampleNanoseconds = cost.samples > 0 ? extra / Double(cost.samples) : .nan
-        r.stolenPercent = (stolenRate - stolenRateOff) * 100
-        r.samplerCPUPercent = Double(cost.samplerCPUNanoseconds) / Double(wallNanoseconds) * 100
-        return r
-    }
+func parseList(_ s: String) -> [Double]? {
+    let parts = s.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+    guard !parts.isEmpty, parts.allSatisfy({ ($0 ?? 0) > 0 }) else { return nil }
+    return parts.compactMap { $0 }
 }
 
-struct ModeSummary: Codable {
-    var mode: Mode
-    var samplesPerRound: Spread
-    var throughputLossPercent: Spread
-    var stolenPerSampleMicroseconds: Spread
-    var samplerCPUPercentOfCore: Spread
-    var totalCostPercentOfCore: Spread
-    var latencyMedianMicroseconds: Double
-    var latencyP99Microseconds: Double
-    var handlerMedianMicroseconds: Double
-    var framesMedian: Double
-    var failures: Int
-
-    init(mode: Mode, rounds: [PhaseResult], pooled: (latency: [Int], handler: [Int], frames: [Int])) {
-        self.mode = mode
-        samplesPerRound = Spread(rounds.map { Double($0.cost.samples) })
-        throughputLossPercent = Spread(rounds.map(\.throughputLossPercent))
-        stolenPerSampleMicroseconds = Spread(rounds.map { $0.stolenPerSampleNanoseconds / 1000 })
-        samplerCPUPercentOfCore = Spread(rounds.map(\.samplerCPUPercent))
-        totalCostPercentOfCore = Spread(rounds.map { $0.samplerCPUPercent + $0.stolenPercent })
-        latencyMedianMicroseconds = Stats.median(pooled.latency.map { Double($0) / 1000 })
-        latencyP99Microseconds = Stats.percentile(pooled.latency.map { Double($0) / 1000 }, 99)
-        handlerMedianMicroseconds = Stats.median(pooled.handler.map { Double($0) / 1000 })
-        framesMedian = Stats.median(pooled.frames.map(Double.init))
-        failures = rounds.map(\.cost.failures).reduce(0, +)
-    }
-}
-
-struct BenchmarkSummary: Codable {
+/// Everything `bench sampler` measured.
+struct SamplerReport: Codable {
     var machine: MachineDescription
     var intervalMilliseconds: Double
     var depth: Int
+    var threads: Int
     var rounds: Int
     var phaseSeconds: Double
     var unwinder: String
-    var modes: [ModeSummary]
+    var typicalIterationNanoseconds: Int
+    var floorLatencyMedianMicroseconds: Double
+    var rows: [CostRow]
+    var residentBytes: Int
+    var runSeconds: Double
+    /// Gaps in the off phases (no sampling): the background the per-sample gaps stand on.
+    var offGapsPerSecond: Double
+    var offGapMedianMicroseconds: Double
+    var offGapP99Microseconds: Double
 
-    func printTable() {
-        func f(_ x: Double, _ digits: Int = 3) -> String { x.isNaN ? "-" : String(format: "%.\(digits)f", x) }
-        func s(_ sp: Spread, _ digits: Int = 3) -> String { "\(f(sp.median, digits)) [\(f(sp.min, digits))…\(f(sp.max, digits))]" }
+    func printTables() {
+        let f = Fmt.f, s = Fmt.s, pad = Fmt.pad
         print("")
-        print("mode    samples/round  thr. loss %            stolen µs/sample      sampler CPU %          total % of a core      latency µs p50/p99  handler µs  frames")
-        for m in modes {
-            let lat = m.mode == .timer ? "-" : "\(f(m.latencyMedianMicroseconds, 1))/\(f(m.latencyP99Microseconds, 1))"
-            print("\(m.mode.rawValue.padding(toLength: 7, withPad: " ", startingAt: 0)) \(f(m.samplesPerRound.median, 0).padding(toLength: 14, withPad: " ", startingAt: 0)) \(s(m.throughputLossPercent, 2).padding(toLength: 22, withPad: " ", startingAt: 0)) \(s(m.stolenPerSampleMicroseconds, 2).padding(toLength: 21, withPad: " ", startingAt: 0)) \(s(m.samplerCPUPercentOfCore, 4).padding(toLength: 22, withPad: " ", startingAt: 0)) \(s(m.totalCostPercentOfCore, 4).padding(toLength: 22, withPad: " ", startingAt: 0)) \(lat.padding(toLength: 19, withPad: " ", startingAt: 0)) \(f(m.handlerMedianMicroseconds, 2).padding(toLength: 11, withPad: " ", startingAt: 0)) \(f(m.framesMedian, 0))")
+        print("COST (throughput: same-round off phase; stolen per sample: [gap] enclosing gap − typical iteration, [tail] gap end − handler start (lower bound), [excess] old on−off method)")
+        print(pad("mode", 22) + pad("samples/s", 10) + pad("thr. loss %", 24) + pad("[gap] stolen µs p50/p99", 24)
+              + pad("[tail] µs p50/p99", 20) + pad("matched/below", 14) + pad("[excess] stolen µs/sample", 28) + pad("sampler CPU %", 26) + "total % of a core [gap]")
+        for r in rows {
+            print(pad(r.label, 22) + pad(f(r.samplesPerSecond.median, 1), 10) + pad(s(r.throughputLossPercent, 2), 24)
+                  + pad("\(f(r.stolenPerSampleGapMedianMicroseconds, 2))/\(f(r.stolenPerSampleGapP99Microseconds, 2))", 24)
+                  + pad("\(f(r.stolenTailMedianMicroseconds, 2))/\(f(r.stolenTailP99Microseconds, 2))", 20)
+                  + pad("\(r.samplesMatchedToGap)/\(r.samplesBelowThreshold)", 14)
+                  + pad(s(r.stolenPerSampleExcessMicroseconds, 2), 28) + pad(s(r.samplerCPUPercentOfCore, 4), 26)
+                  + s(r.totalCostPercentOfCore, 4))
         }
-        print("(median [min…max] over \(rounds) rounds; loss and stolen time are relative to the same round's off phase)")
-        for m in modes where m.mode != .floor {
-            let total = m.totalCostPercentOfCore.median
-            let noisy = m.totalCostPercentOfCore.max - m.totalCostPercentOfCore.min > abs(total)
-            let verdict = total < 3 ? "beats the 3 % claim by \(f(3 / max(total, 0.0001), 0))×" : "does NOT beat the 3 % claim"
-            print("verdict (\(m.mode.rawValue)): sampling every \(f(intervalMilliseconds, 0)) ms costs \(f(total, 4)) % of a core in total — \(verdict)\(noisy ? " (spread exceeds the effect: treat as an upper bound)" : "")")
+        print("background: without sampling the workload sees \(f(offGapsPerSecond, 0)) gaps/s (> typical + 1 µs), median \(f(offGapMedianMicroseconds, 2)) µs, p99 \(f(offGapP99Microseconds, 2)) µs — VM and kernel interruptions; a sample landing in one is charged with it")
+        print("(median [min…max] over \(rounds) rounds of \(Fmt.f(phaseSeconds, 1)) s; p50/p99 pooled over all samples; gperftools rows: no sampler thread, its cost is all in the handler)")
+        print("")
+        print("LATENCY (request/answer path; ratio = ÷ floor median \(f(floorLatencyMedianMicroseconds, 1)) µs measured in this run)")
+        print(pad("mode", 22) + pad("latency µs p50/p99", 22) + pad("× floor p50/p99", 18) + pad("[gap] stolen × floor", 22)
+              + pad("handler µs p50", 16) + pad("frames p50", 12) + pad("failures", 10) + "mallocs: process/sampler thread")
+        let floorStolen = rows.first { $0.label == "floor" }?.stolenPerSampleGapMedianMicroseconds ?? .nan
+        for r in rows {
+            let lat = r.latencyMedianMicroseconds.isNaN ? "- (no request)" : "\(f(r.latencyMedianMicroseconds, 1))/\(f(r.latencyP99Microseconds, 1))"
+            let ratio = r.latencyMedianMicroseconds.isNaN ? "-" : "\(f(r.latencyMedianMicroseconds / floorLatencyMedianMicroseconds, 2))/\(f(r.latencyP99Microseconds / floorLatencyMedianMicroseconds, 2))"
+            let mallocs = r.label.hasPrefix("gperftools") ? "-" : "\(r.processMallocsDuringSampling)/\(r.samplerThreadMallocs)"
+            print(pad(r.label, 22) + pad(lat, 22) + pad(ratio, 18) + pad(f(r.stolenPerSampleGapMedianMicroseconds / floorStolen, 2), 22)
+                  + pad(f(r.handlerMedianMicroseconds, 2), 16) + pad(f(r.framesMedian, 0), 12) + pad("\(r.failures)", 10) + mallocs)
         }
+        print("")
+        for r in rows where r.throughputLossPercent.width > abs(r.throughputLossPercent.median) {
+            print("noise: \(r.label): throughput-loss spread (\(f(r.throughputLossPercent.width, 2)) points) is larger than the effect (\(f(r.throughputLossPercent.median, 2)) %): the A/B throughput cannot resolve it; rely on the [gap] figures")
+        }
+        let mallocs = rows.filter { !$0.label.hasPrefix("gperftools") }.map { $0.processMallocsDuringSampling + $0.samplerThreadMallocs }.reduce(0, +)
+        print("allocation: \(mallocs) mallocs in the whole process during all sampling phases (counted by the bench's own malloc), \(mallocs == 0 ? "none on the sampling path after start" : "SOME ON THE SAMPLING PATH")")
+        print("resident memory: \(residentBytes / 1024) KiB (RSS of this process: workload, sampler installed, rings mapped)")
+        print("run time: \(f(runSeconds, 1)) s")
+    }
+
+    func printVerdict() {
+        let f = Fmt.f
+        var lines: [String] = []
+        for r in rows where r.label == "timer/fp" || r.label.hasPrefix("thread/") {
+            let total = r.totalCostPercentOfCore
+            let noisy = total.width > abs(total.median)
+            let verdict = total.median < 3 ? "beats the 3 % claim by \(f(3 / max(total.median, 0.0001), 0))×" : "does NOT beat the 3 % claim"
+            lines.append("\(r.label) \(f(total.median, 4)) % of a core\(noisy ? " (spread exceeds the effect: an upper bound)" : "") — \(verdict)")
+        }
+        print("verdict: sampling every \(f(intervalMilliseconds, 0)) ms, total cost [gap method]: " + lines.joined(separator: "; "))
     }
 }

@@ -1,37 +1,47 @@
+import BenchSupport
 import CSampler
 import Glibc
 import Stallwatch
 import Synchronization
 
-/// Per-sample figures, collected without allocating on the sampling path.
+/// One sample as the bench sees it.
+struct Sample {
+    var tid: Int32
+    /// CLOCK_MONOTONIC when the handler started (sw_stack_t.taken_at_ns).
+    var takenAt: Int
+    /// Request sent → answer seen (0 for the timer ring: nobody waits).
+    var latency: Int
+    var handler: Int
+    var frames: Int
+}
+
+/// Per-sample figures, collected without allocating on the sampling path (capacity reserved up front).
 final class SampleLog: Sendable {
-    private let storage: Mutex<(latency: [Int], handler: [Int], frames: [Int])>
+    private let storage: Mutex<(samples: [Sample], dropped: Int)>
 
     init(capacity: Int) {
-        var l: [Int] = [], h: [Int] = [], f: [Int] = []
-        l.reserveCapacity(capacity)
-        h.reserveCapacity(capacity)
-        f.reserveCapacity(capacity)
-        storage = Mutex((l, h, f))
+        var s: [Sample] = []
+        s.reserveCapacity(capacity)
+        storage = Mutex((s, 0))
     }
 
-    func record(latency: Int, handler: Int, frames: Int) {
+    func record(_ sample: Sample) {
         storage.withLock { s in
             // Within the reserved capacity appending does not allocate.
-            if s.latency.count < s.latency.capacity {
-                s.latency.append(latency)
-                s.handler.append(handler)
-                s.frames.append(frames)
+            if s.samples.count < s.samples.capacity {
+                s.samples.append(sample)
+            } else {
+                s.dropped += 1
             }
         }
     }
 
-    func take() -> (latency: [Int], handler: [Int], frames: [Int]) {
+    /// The samples logged since the last take, and how many did not fit.
+    func take() -> (samples: [Sample], dropped: Int) {
         storage.withLock { s in
-            let out = s
-            s.latency.removeAll(keepingCapacity: true)
-            s.handler.removeAll(keepingCapacity: true)
-            s.frames.removeAll(keepingCapacity: true)
+            let out = (Array(s.samples), s.dropped)
+            s.samples.removeAll(keepingCapacity: true)
+            s.dropped = 0
             return out
         }
     }
@@ -42,69 +52,95 @@ struct DriverCost {
     var samples: Int
     var failures: Int
     var samplerCPUNanoseconds: Int
+    /// Allocations the sampler thread made after its setup, until it stopped.
+    var samplerMallocs: Int
 }
 
 /// Drives sampling of the workload during one phase.
 protocol SamplingDriver: AnyObject {
-    func begin()
+    /// Starts sampling; returns once the driver's thread is past its setup.
+    func begin() throws
     func end() -> DriverCost
 }
 
-/// A sampler thread that wakes every interval and asks the target for its stack (request/answer).
+/// Runs `body` on a new pthread, keeping `owner` alive until it returns.
+private func spawn(_ body: @escaping @Sendable () -> Void) throws -> pthread_t {
+    final class Box: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    var thread = pthread_t()
+    let box = Unmanaged.passRetained(Box(body))
+    let rc = pthread_create(&thread, nil, { arg in
+        guard let arg else { return nil }
+        Unmanaged<Box>.fromOpaque(arg).takeRetainedValue().body()
+        return nil
+    }, box.toOpaque())
+    guard rc == 0 else {
+        box.release()
+        throw BenchError("pthread_create failed: \(rc)")
+    }
+    return thread
+}
+
+/// A sampler thread that wakes every interval and asks each target for its stack (request/answer).
 final class ThreadDriver: SamplingDriver, @unchecked Sendable {
-    // @unchecked: `thread` is written by begin() and read by end() on the same (bench main) thread.
-    private let target: Int32
+    // @unchecked: `thread` is written by begin() and read by end(), both on the bench main thread.
+    private let targets: [Int32]
     private let interval: Int
     private let unwinder: sw_unwinder_t
     private let maxFrames: UInt32
     private let log: SampleLog
     private let running = Atomic<Bool>(false)
+    private let ready = Atomic<Bool>(false)
     private let samples = Atomic<Int>(0)
     private let failures = Atomic<Int>(0)
     private let cpu = Atomic<Int>(0)
+    private let mallocs = Atomic<Int>(0)
     private var thread = pthread_t()
 
-    init(target: Int32, interval: Duration, unwinder: sw_unwinder_t, maxFrames: Int, log: SampleLog) {
-        self.target = target
-        self.interval = Int(interval.components.seconds) * 1_000_000_000 + Int(interval.components.attoseconds / 1_000_000_000)
+    init(targets: [Int32], intervalNanoseconds: Int, unwinder: sw_unwinder_t, maxFrames: Int, log: SampleLog) {
+        self.targets = targets
+        self.interval = intervalNanoseconds
         self.unwinder = unwinder
         self.maxFrames = UInt32(maxFrames)
         self.log = log
     }
 
-    func begin() {
-        samples.store(0, ordering: .relaxed)
-        failures.store(0, ordering: .relaxed)
+    func begin() throws {
         running.store(true, ordering: .releasing)
-        let box = Unmanaged.passRetained(self)
-        pthread_create(&thread, nil, { arg in
-            guard let arg else { return nil }
-            let driver = Unmanaged<ThreadDriver>.fromOpaque(arg).takeRetainedValue()
-            driver.loop()
-            return nil
-        }, box.toOpaque())
+        thread = try spawn { [self] in loop() }
+        while !ready.load(ordering: .acquiring) { usleep(200) }
     }
 
     private func loop() {
         let me = ThreadID.current.rawValue
-        let cpuStart = threadCPUNanoseconds(me)
         let stack = UnsafeMutablePointer<sw_stack_t>.allocate(capacity: 1)
         defer { stack.deallocate() }
+        let cpuStart = threadCPUNanoseconds(me)
+        let mallocStart = bench_malloc_count_thread()
+        ready.store(true, ordering: .releasing)
         var next = Workload.now()
         while running.load(ordering: .acquiring) {
             next += interval
             var ts = timespec(tv_sec: next / 1_000_000_000, tv_nsec: next % 1_000_000_000)
             while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
-            if !running.load(ordering: .acquiring) { break }
-            let rc = sw_capture(target, unwinder, maxFrames, 100_000_000, stack)
-            if rc == 0 {
-                samples.add(1, ordering: .relaxed)
-                log.record(latency: Int(stack.pointee.latency_ns), handler: Int(stack.pointee.handler_ns),
-                           frames: Int(stack.pointee.count))
-            } else {
-                failures.add(1, ordering: .relaxed)
+            for target in targets {
+                if !running.load(ordering: .acquiring) { break }
+                let rc = sw_capture(target, unwinder, maxFrames, 100_000_000, stack)
+                if rc == 0 {
+                    samples.add(1, ordering: .relaxed)
+                    log.record(Sample(tid: target, takenAt: Int(stack.pointee.taken_at_ns),
+                                      latency: Int(stack.pointee.latency_ns), handler: Int(stack.pointee.handler_ns),
+                                      frames: Int(stack.pointee.count)))
+                } else {
+                    failures.add(1, ordering: .relaxed)
+                }
             }
+            // A late wake-up (more targets than fit in an interval) starts the next round at once.
+            next = max(next, Workload.now() - interval)
         }
+        mallocs.store(Int(bench_malloc_count_thread() - mallocStart), ordering: .relaxed)
         cpu.store(threadCPUNanoseconds(me) - cpuStart, ordering: .releasing)
     }
 
@@ -112,58 +148,73 @@ final class ThreadDriver: SamplingDriver, @unchecked Sendable {
         running.store(false, ordering: .releasing)
         pthread_join(thread, nil)
         return DriverCost(samples: samples.load(ordering: .relaxed), failures: failures.load(ordering: .relaxed),
-                          samplerCPUNanoseconds: cpu.load(ordering: .acquiring))
+                          samplerCPUNanoseconds: cpu.load(ordering: .acquiring),
+                          samplerMallocs: mallocs.load(ordering: .relaxed))
     }
 }
 
-/// A kernel timer on the target's CPU clock signals the target itself; a reader thread drains the
-/// ring once per `drainEvery` (the watchdog's check period) — no thread wakes per sample.
+/// A kernel timer on each target's CPU clock signals the target itself; a reader thread drains the
+/// rings once per `drainEvery` (the watchdog's check period) — no thread wakes per sample.
 final class TimerDriver: SamplingDriver, @unchecked Sendable {
-    // @unchecked: `ring` and `thread` are touched only by begin()/end() on the bench main thread.
-    private let sampler: StackSampler
-    private let target: Int32
-    private let interval: Duration
+    // @unchecked: `rings` and `thread` are written by begin() before the reader thread starts and
+    // read by it; end() runs on the bench main thread after stopping the reader.
+    private let targets: [Int32]
+    private let interval: Int
     private let drainEvery: Int
     private let log: SampleLog
     private let running = Atomic<Bool>(false)
+    private let ready = Atomic<Bool>(false)
     private let cpu = Atomic<Int>(0)
     private let drained = Atomic<Int>(0)
-    private var ring: Int32 = -1
+    private let lost = Atomic<Int>(0)
+    private let mallocs = Atomic<Int>(0)
+    private var rings: [Int32] = []
     private var thread = pthread_t()
     private let capacity: UInt32
 
-    init(sampler: StackSampler, target: Int32, interval: Duration, drainEvery: Duration, log: SampleLog) {
-        self.sampler = sampler
-        self.target = target
-        self.interval = interval
-        self.drainEvery = Int(drainEvery.components.seconds) * 1_000_000_000 + Int(drainEvery.components.attoseconds / 1_000_000_000)
+    init(targets: [Int32], intervalNanoseconds: Int, drainEveryNanoseconds: Int, log: SampleLog) {
+        self.targets = targets
+        self.interval = intervalNanoseconds
+        self.drainEvery = drainEveryNanoseconds
         self.log = log
-        // Enough room for one drain period plus slack at the fastest rate the kernel allows.
-        let perDrain = Double(self.drainEvery) / max(Double(interval.components.attoseconds) / 1e9 + Double(interval.components.seconds) * 1e9, 1)
-        self.capacity = UInt32(min(Int(SW_RING_MAX_CAPACITY), max(16, Int(perDrain * 2) + 8)))
+        // One drain period plus slack at the fastest rate the kernel allows (HZ = 250 here).
+        let perDrain = Double(drainEvery) / Double(max(intervalNanoseconds, 4_000_000))
+        capacity = UInt32(min(Int(SW_RING_MAX_CAPACITY), max(16, Int(perDrain * 2) + 8)))
     }
 
-    func begin() {
-        drained.store(0, ordering: .relaxed)
-        let ns = Int64(interval.components.seconds) * 1_000_000_000 + Int64(interval.components.attoseconds / 1_000_000_000)
-        ring = sw_ring_start(target, ns, SW_RING_CLOCK_THREAD_CPU, 128, capacity)
-        precondition(ring >= 0, "sw_ring_start failed: \(ring)")
+    func begin() throws {
+        rings = []
+        for target in targets {
+            var ring = sw_ring_start(target, Int64(interval), SW_RING_CLOCK_THREAD_CPU, 128, capacity)
+            // A thread inside a handler (a late signal from the previous phase) shows SIGPROF in its
+            // SigBlk for that instant: sw_ring_start reads it as "blocked". Ask again briefly.
+            var attempts = 0
+            while ring == Int32(SW_ERR_SIGNAL_BLOCKED) && attempts < 50 {
+                usleep(1000)
+                attempts += 1
+                ring = sw_ring_start(target, Int64(interval), SW_RING_CLOCK_THREAD_CPU, 128, capacity)
+            }
+            guard ring >= 0 else {
+                for r in rings { _ = sw_ring_stop(r) }
+                throw BenchError("sw_ring_start(\(target)) failed: \(ring)")
+            }
+            rings.append(ring)
+        }
         running.store(true, ordering: .releasing)
-        let box = Unmanaged.passRetained(self)
-        pthread_create(&thread, nil, { arg in
-            guard let arg else { return nil }
-            let driver = Unmanaged<TimerDriver>.fromOpaque(arg).takeRetainedValue()
-            driver.loop()
-            return nil
-        }, box.toOpaque())
+        thread = try spawn { [self] in loop() }
+        while !ready.load(ordering: .acquiring) { usleep(200) }
     }
 
     private func loop() {
         let me = ThreadID.current.rawValue
-        let cpuStart = threadCPUNanoseconds(me)
         let buffer = UnsafeMutablePointer<sw_stack_t>.allocate(capacity: Int(capacity))
         defer { buffer.deallocate() }
-        var nextSeq: UInt64 = 0
+        let cursors = UnsafeMutablePointer<UInt64>.allocate(capacity: rings.count)
+        cursors.initialize(repeating: 0, count: rings.count)
+        defer { cursors.deallocate() }
+        let cpuStart = threadCPUNanoseconds(me)
+        let mallocStart = bench_malloc_count_thread()
+        ready.store(true, ordering: .releasing)
         var next = Workload.now()
         var stopping = false
         while !stopping {
@@ -172,21 +223,33 @@ final class TimerDriver: SamplingDriver, @unchecked Sendable {
             while running.load(ordering: .acquiring) &&
                     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
             stopping = !running.load(ordering: .acquiring)
-            var count: UInt32 = 0
-            _ = sw_ring_read(ring, &nextSeq, buffer, capacity, &count)
-            for i in 0..<Int(count) {
-                log.record(latency: 0, handler: Int(buffer[i].handler_ns), frames: Int(buffer[i].count))
+            for (k, ring) in rings.enumerated() {
+                var count: UInt32 = 0
+                let l = sw_ring_read(ring, &cursors[k], buffer, capacity, &count)
+                if l > 0 { lost.add(Int(l), ordering: .relaxed) }
+                for i in 0..<Int(count) {
+                    log.record(Sample(tid: buffer[i].tid, takenAt: Int(buffer[i].taken_at_ns), latency: 0,
+                                      handler: Int(buffer[i].handler_ns), frames: Int(buffer[i].count)))
+                }
+                drained.add(Int(count), ordering: .relaxed)
             }
-            drained.add(Int(count), ordering: .relaxed)
         }
+        mallocs.store(Int(bench_malloc_count_thread() - mallocStart), ordering: .relaxed)
         cpu.store(threadCPUNanoseconds(me) - cpuStart, ordering: .releasing)
     }
 
     func end() -> DriverCost {
-        _ = sw_ring_stop(ring)
+        for ring in rings { _ = sw_ring_stop(ring) }
         running.store(false, ordering: .releasing)
         pthread_join(thread, nil)
-        return DriverCost(samples: drained.load(ordering: .relaxed), failures: 0,
-                          samplerCPUNanoseconds: cpu.load(ordering: .acquiring))
+        return DriverCost(samples: drained.load(ordering: .relaxed), failures: lost.load(ordering: .relaxed),
+                          samplerCPUNanoseconds: cpu.load(ordering: .acquiring),
+                          samplerMallocs: mallocs.load(ordering: .relaxed))
     }
+}
+
+/// A benchmark failure with a message for the user.
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }

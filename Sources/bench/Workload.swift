@@ -2,57 +2,70 @@ import Glibc
 import Stallwatch
 import Synchronization
 
-/// A CPU-bound thread at a known stack depth that counts its own progress and the gaps in it.
+/// CPU-bound threads at a known stack depth that count their own progress and record the gaps in it.
 ///
 /// Every iteration does a fixed amount of arithmetic and reads the monotonic clock. A gap between
 /// two clock reads much longer than a normal iteration means the thread was interrupted (by our
-/// signal, or by the VM and the kernel): the excess over a normal iteration is time stolen from it.
-/// Comparing stolen time with sampling on and off gives the cost per sample without relying on a
-/// throughput difference, which this noisy VM cannot resolve below about 0.2 %.
+/// signal, or by the VM and the kernel). Each thread writes its gaps (start, end) into its own
+/// preallocated ring, so a sample whose handler started at `taken_at_ns` can be matched with the gap
+/// that contains it: the gap minus a typical iteration is the time that sample stole.
 final class Workload: Sendable {
     let depth: Int
-    let iterations = Atomic<Int>(0)
-    let stolenNanoseconds = Atomic<Int>(0)
-    let gaps = Atomic<Int>(0)
-    let tid = Atomic<Int32>(0)
+    let workers: [Worker]
     private let stop = Atomic<Bool>(false)
-    private let typicalIterationNs = Atomic<Int>(0)
 
-    init(depth: Int) { self.depth = depth }
+    init(depth: Int, threads: Int = 1) {
+        self.depth = depth
+        let capacity = max(2048, 32768 / max(threads, 1))
+        workers = (0..<threads).map { _ in Worker(gapCapacity: capacity) }
+    }
 
+    /// Starts every worker and waits until each has calibrated its typical iteration.
     func start() {
-        var attr = pthread_attr_t()
-        pthread_attr_init(&attr)
-        let box = Unmanaged.passRetained(self)
-        var thread = pthread_t()
-        let rc = pthread_create(&thread, &attr, { arg in
-            guard let arg else { return nil }
-            let workload = Unmanaged<Workload>.fromOpaque(arg).takeRetainedValue()
-            workload.tid.store(ThreadID.current.rawValue, ordering: .releasing)
-            workload.descend(workload.depth)
-            return nil
-        }, box.toOpaque())
-        precondition(rc == 0, "pthread_create failed: \(rc)")
-        pthread_detach(thread)
-        while tid.load(ordering: .acquiring) == 0 { usleep(100) }
+        for worker in workers {
+            let context = Unmanaged.passRetained(WorkerStart(workload: self, worker: worker))
+            var thread = pthread_t()
+            let rc = pthread_create(&thread, nil, { arg in
+                guard let arg else { return nil }
+                let start = Unmanaged<WorkerStart>.fromOpaque(arg).takeRetainedValue()
+                start.worker.pthread.store(UInt64(pthread_self()), ordering: .relaxed)
+                start.worker.tid.store(ThreadID.current.rawValue, ordering: .releasing)
+                start.workload.descend(start.workload.depth, start.worker)
+                return nil
+            }, context.toOpaque())
+            precondition(rc == 0, "pthread_create failed: \(rc)")
+            pthread_detach(thread)
+        }
+        for worker in workers {
+            while worker.typicalIterationNs.load(ordering: .acquiring) == 0 { usleep(1000) }
+        }
     }
 
     func finish() { stop.store(true, ordering: .releasing) }
 
+    var tids: [Int32] { workers.map { $0.tid.load(ordering: .acquiring) } }
+    var iterations: Int { workers.reduce(0) { $0 + $1.iterations.load(ordering: .relaxed) } }
+    var gapStolenNanoseconds: Int { workers.reduce(0) { $0 + $1.stolenNanoseconds.load(ordering: .relaxed) } }
+    /// The median of the workers' typical iterations.
+    var typicalIteration: Int {
+        let t = workers.map { $0.typicalIterationNs.load(ordering: .acquiring) }.sorted()
+        return t.isEmpty ? 0 : t[t.count / 2]
+    }
+
     /// Recursion to the requested depth, one real frame per level.
     @inline(never)
-    private func descend(_ n: Int) {
+    private func descend(_ n: Int, _ worker: Worker) {
         if n <= 1 {
-            spin()
+            spin(worker)
         } else {
-            descend(n - 1)
+            descend(n - 1, worker)
         }
         blackHole(n)
     }
 
     @inline(never)
-    private func spin() {
-        // Calibrate what one undisturbed iteration takes.
+    private func spin(_ worker: Worker) {
+        // Calibrate what one undisturbed iteration takes (the median of 20 000).
         var samples: [Int] = []
         samples.reserveCapacity(20_000)
         var last = Self.now()
@@ -65,30 +78,27 @@ final class Workload: Sendable {
         }
         samples.sort()
         let typical = max(samples[samples.count / 2], 1)
-        typicalIterationNs.store(typical, ordering: .releasing)
-        // A gap counts when it exceeds a normal iteration by more than a microsecond.
-        let threshold = typical + 1_000
+        let threshold = typical + Self.gapThresholdExcess
+        worker.threshold.store(threshold, ordering: .relaxed)
+        worker.typicalIterationNs.store(typical, ordering: .releasing)
         var localIterations = 0
         var localStolen = 0
-        var localGaps = 0
         last = Self.now()
         while !stop.load(ordering: .relaxed) {
             x = work(x)
             let t = Self.now()
             let d = t - last
-            last = t
-            localIterations += 1
             if d > threshold {
                 localStolen += d - typical
-                localGaps += 1
+                worker.recordGap(start: last, end: t)
             }
+            last = t
+            localIterations += 1
             if localIterations & 0xff == 0 {
-                iterations.add(localIterations, ordering: .relaxed)
-                stolenNanoseconds.add(localStolen, ordering: .relaxed)
-                gaps.add(localGaps, ordering: .relaxed)
+                worker.iterations.add(localIterations, ordering: .relaxed)
+                worker.stolenNanoseconds.add(localStolen, ordering: .relaxed)
                 localIterations = 0
                 localStolen = 0
-                localGaps = 0
             }
         }
         blackHole(Int(truncatingIfNeeded: x))
@@ -105,13 +115,83 @@ final class Workload: Sendable {
         return x
     }
 
-    var typicalIteration: Int { typicalIterationNs.load(ordering: .acquiring) }
+    /// A gap counts when it exceeds a typical iteration by more than this.
+    static let gapThresholdExcess = 1_000
 
     static func now() -> Int {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return ts.tv_sec * 1_000_000_000 + ts.tv_nsec
     }
+}
+
+private final class WorkerStart: Sendable {
+    let workload: Workload
+    let worker: Worker
+    init(workload: Workload, worker: Worker) {
+        self.workload = workload
+        self.worker = worker
+    }
+}
+
+/// One workload thread's counters and its ring of gaps.
+final class Worker: @unchecked Sendable {
+    // @unchecked: `gaps` is written only by the worker thread; readers validate with `gapHead`.
+    let tid = Atomic<Int32>(0)
+    /// The thread's pthread_t, as an integer.
+    let pthread = Atomic<UInt64>(0)
+    let iterations = Atomic<Int>(0)
+    let stolenNanoseconds = Atomic<Int>(0)
+    let typicalIterationNs = Atomic<Int>(0)
+    let threshold = Atomic<Int>(0)
+    let gapCapacity: Int
+    private let gapHead = Atomic<Int>(0)
+    private let gaps: UnsafeMutablePointer<Int> // (start, end) pairs, preallocated
+
+    init(gapCapacity: Int) {
+        self.gapCapacity = gapCapacity
+        gaps = .allocate(capacity: 2 * gapCapacity)
+        gaps.initialize(repeating: 0, count: 2 * gapCapacity)
+    }
+
+    deinit { gaps.deallocate() }
+
+    @inline(__always)
+    func recordGap(start: Int, end: Int) {
+        let n = gapHead.load(ordering: .relaxed)
+        let slot = (n % gapCapacity) * 2
+        gaps[slot] = start
+        gaps[slot + 1] = end
+        gapHead.store(n + 1, ordering: .releasing)
+    }
+
+    /// The number of gaps recorded so far (a cursor for `gaps(since:)`).
+    var gapCursor: Int { gapHead.load(ordering: .acquiring) }
+
+    /// The gaps recorded since `cursor`, oldest first (those overwritten meanwhile are dropped), and
+    /// how many were lost to wrapping.
+    func gaps(since cursor: Int) -> (gaps: [Gap], lost: Int) {
+        let head = gapHead.load(ordering: .acquiring)
+        let from = max(cursor, head - gapCapacity)
+        var out: [Gap] = []
+        out.reserveCapacity(head - from)
+        for n in from..<head {
+            let slot = (n % gapCapacity) * 2
+            out.append(Gap(start: gaps[slot], end: gaps[slot + 1]))
+        }
+        // Entries the writer overwrote while we copied are unreliable: drop them.
+        let after = gapHead.load(ordering: .acquiring)
+        let firstValid = after - gapCapacity
+        let dropped = max(0, firstValid - from)
+        if dropped > 0 { out.removeFirst(min(dropped, out.count)) }
+        return (out, max(0, from - cursor) + dropped)
+    }
+}
+
+/// An interval [start, end] (monotonic ns) in which a workload thread made no progress.
+struct Gap {
+    var start: Int
+    var end: Int
 }
 
 @inline(never)

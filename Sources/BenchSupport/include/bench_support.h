@@ -1,0 +1,43 @@
+// Support for the `bench` command only (never linked into the library): a malloc counter and a
+// SIGPROF delivery recorder used to measure a peer profiler.
+#ifndef BENCH_SUPPORT_H
+#define BENCH_SUPPORT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Allocations (malloc, calloc, realloc, memalign family) made by the whole process so far.
+/// Counted by the bench executable's own malloc, which forwards to glibc's (no LD_PRELOAD).
+uint64_t bench_malloc_count_process(void);
+
+/// Allocations made by the calling thread so far.
+uint64_t bench_malloc_count_thread(void);
+
+/// 1 when the counting malloc is the one the process uses (interposition worked), else 0.
+int bench_malloc_counter_active(void);
+
+/// Installs a SIGPROF handler that records the CLOCK_MONOTONIC time of every delivery to the thread
+/// `target` (a pthread_t) into a preallocated buffer of
+/// `capacity` entries, counts deliveries to other threads, and then calls the handler that was
+/// installed before (the peer profiler's). Returns 0 or -errno. Call once.
+int bench_sigprof_recorder_install(uint64_t target_pthread, uint32_t capacity);
+
+/// Deliveries recorded on the target so far; copies at most `max` times into `out`.
+uint64_t bench_sigprof_recorded(uint64_t *out, uint64_t max);
+
+/// Deliveries to other threads so far.
+uint64_t bench_sigprof_other_threads(void);
+
+/// 1 when a handler was installed before the recorder (the peer profiler is active).
+int bench_sigprof_chained(void);
+
+/// Resident set size of the process in bytes (from /proc/self/statm), 0 when unreadable.
+uint64_t bench_rss_bytes(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

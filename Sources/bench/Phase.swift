@@ -1,0 +1,152 @@
+import BenchSupport
+import CSampler
+import Glibc
+import Stallwatch
+
+/// What one phase samples with.
+enum Mode: String, Codable, Hashable, CaseIterable {
+    /// No sampling: the baseline of its round.
+    case off
+    /// Kernel timer on the thread's CPU clock, handler walks frame pointers into a ring.
+    case timer
+    /// Sampler thread, request/answer, the chosen unwinder.
+    case thread
+    /// Sampler thread, request/answer, PC only: the bare signal round trip.
+    case floor
+}
+
+/// One phase to run: a mode, its interval and its unwinder.
+struct PhaseSpec: Hashable {
+    var mode: Mode
+    var intervalMilliseconds: Double
+    var unwinder: String // "fp" or "libunwind"
+
+    var label: String {
+        switch mode {
+        case .off: "off"
+        case .floor: "floor"
+        case .timer: "timer/fp"
+        case .thread: "thread/\(unwinder)"
+        }
+    }
+}
+
+/// One phase's raw figures.
+struct PhaseOutcome {
+    var wallNanoseconds: Int
+    var iterations: Int
+    var gapStolenNanoseconds: Int
+    var cost: DriverCost
+    var processMallocs: Int
+    var samples: [Sample]
+    /// Per matched sample: the enclosing gap minus a typical iteration (gap method).
+    var stolenPerSample: [Int]
+    /// Per matched sample: gap end − handler start (handler, sigreturn, resume). A lower bound that
+    /// leaves out whatever preceded the handler in the gap (delivery, but also preemption or a VM exit).
+    var tailPerSample: [Int]
+    /// Samples with no enclosing gap: they stole less than the gap threshold.
+    var belowThreshold: Int
+    var droppedSamples: Int
+    /// Gaps (minus a typical iteration) that contain no sample: the VM's and kernel's own interruptions.
+    var backgroundGaps: [Int]
+}
+
+/// Runs phases against one workload and attributes samples to the workload's gaps.
+struct PhaseRunner {
+    let workload: Workload
+    let logCapacity: Int
+    let log: SampleLog
+
+    init(workload: Workload, maxSamplesPerPhase: Int) {
+        self.workload = workload
+        logCapacity = maxSamplesPerPhase
+        log = SampleLog(capacity: maxSamplesPerPhase)
+    }
+
+    func run(_ spec: PhaseSpec, seconds: Double) throws -> PhaseOutcome {
+        let tids = workload.tids
+        let intervalNs = Int(spec.intervalMilliseconds * 1_000_000)
+        let driver: SamplingDriver? = switch spec.mode {
+        case .off: nil
+        case .timer: TimerDriver(targets: tids, intervalNanoseconds: intervalNs, drainEveryNanoseconds: 1_000_000_000, log: log)
+        case .thread: ThreadDriver(targets: tids, intervalNanoseconds: intervalNs,
+                                   unwinder: spec.unwinder == "libunwind" ? SW_UNWIND_LIBUNWIND : SW_UNWIND_FRAME_POINTER,
+                                   maxFrames: 128, log: log)
+        case .floor: ThreadDriver(targets: tids, intervalNanoseconds: intervalNs, unwinder: SW_UNWIND_NONE,
+                                  maxFrames: 1, log: log)
+        }
+        _ = log.take()
+        let cursors = workload.workers.map(\.gapCursor)
+        try driver?.begin()
+        // The window opens once the driver is past its setup: what allocates in it is the sampling path.
+        let m0 = bench_malloc_count_process()
+        let i0 = workload.iterations
+        let s0 = workload.gapStolenNanoseconds
+        let t0 = Workload.now()
+        usleep(UInt32(seconds * 1_000_000))
+        let i1 = workload.iterations
+        let s1 = workload.gapStolenNanoseconds
+        let t1 = Workload.now()
+        let m1 = bench_malloc_count_process()
+        let cost = driver?.end() ?? DriverCost(samples: 0, failures: 0, samplerCPUNanoseconds: 0, samplerMallocs: 0)
+        let (samples, dropped) = log.take()
+        var byTid: [Int32: [Gap]] = [:]
+        for (k, worker) in workload.workers.enumerated() {
+            byTid[worker.tid.load(ordering: .relaxed)] = worker.gaps(since: cursors[k]).gaps
+        }
+        let typical = Dictionary(uniqueKeysWithValues: workload.workers.map {
+            ($0.tid.load(ordering: .relaxed), $0.typicalIterationNs.load(ordering: .relaxed))
+        })
+        let (stolen, below) = attribute(samples, gaps: byTid, typical: typical)
+        let tails = tailsOf(samples, gaps: byTid)
+        var matched = Set<Int>()
+        for sample in samples {
+            if let g = byTid[sample.tid], let gap = enclosingGap(g, sample.takenAt) { matched.insert(gap.start) }
+        }
+        var background: [Int] = []
+        for (tid, gaps) in byTid {
+            let t = typical[tid] ?? 0
+            for gap in gaps where gap.start >= t0 && gap.end <= t1 && !matched.contains(gap.start) {
+                background.append(gap.end - gap.start - t)
+            }
+        }
+        return PhaseOutcome(wallNanoseconds: t1 - t0, iterations: i1 - i0, gapStolenNanoseconds: s1 - s0,
+                            cost: cost, processMallocs: Int(m1 - m0), samples: samples,
+                            stolenPerSample: stolen, tailPerSample: tails, belowThreshold: below, droppedSamples: dropped,
+                            backgroundGaps: background)
+    }
+}
+
+/// Matches each sample with the gap (sorted by start) that contains its handler's start time.
+func attribute(_ samples: [Sample], gaps: [Int32: [Gap]], typical: [Int32: Int]) -> (stolen: [Int], below: Int) {
+    var stolen: [Int] = []
+    var below = 0
+    for s in samples {
+        guard let g = gaps[s.tid], let t = typical[s.tid], let gap = enclosingGap(g, s.takenAt) else {
+            below += 1
+            continue
+        }
+        stolen.append(gap.end - gap.start - t)
+    }
+    return (stolen, below)
+}
+
+/// The gap with start <= t <= end in `gaps` (sorted by start, non-overlapping), by binary search.
+func enclosingGap(_ gaps: [Gap], _ t: Int) -> Gap? {
+    var lo = 0, hi = gaps.count
+    while lo < hi {
+        let mid = (lo + hi) / 2
+        if gaps[mid].start <= t { lo = mid + 1 } else { hi = mid }
+    }
+    guard lo > 0 else { return nil }
+    let g = gaps[lo - 1]
+    return t <= g.end ? g : nil
+}
+
+/// For each sample inside a gap: gap end − handler start.
+func tailsOf(_ samples: [Sample], gaps: [Int32: [Gap]]) -> [Int] {
+    samples.compactMap { s in
+        guard let g = gaps[s.tid], let gap = enclosingGap(g, s.takenAt) else { return nil }
+        return gap.end - s.takenAt
+    }
+}
