@@ -84,7 +84,8 @@ static void futex_wait_ns(_Atomic uint32_t *word, uint32_t expected, int64_t ns)
 // ---- the handler ---------------------------------------------------------------------------
 
 // async-signal-safe: reads only the context and the stack inside the mapping that holds its SP.
-void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames) {
+void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames,
+                     uint64_t *cached_lo, uint64_t *cached_hi) {
     const ucontext_t *uc = ucv;
     const greg_t *g = uc->uc_mcontext.gregs;
     uint64_t pc = (uint64_t)g[REG_RIP], sp = (uint64_t)g[REG_RSP];
@@ -98,7 +99,19 @@ void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, ui
         return;
     }
     uint64_t lo = 0, hi = 0;
-    st->stack_known = (uint8_t)sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi);
+    if (cached_lo != NULL && cached_hi != NULL && sp >= *cached_lo && sp < *cached_hi) {
+        // A live thread's own stack mapping does not move: skip the table lookup (cold cache
+        // lines in the table were most of this handler's time).
+        lo = *cached_lo;
+        hi = *cached_hi;
+        st->stack_known = 1;
+    } else {
+        st->stack_known = (uint8_t)sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi);
+        if (st->stack_known && cached_lo != NULL && cached_hi != NULL) {
+            *cached_lo = lo;
+            *cached_hi = hi;
+        }
+    }
     if (unwinder != SW_UNWIND_FRAME_POINTER) return;
     if (st->stack_known) {
         st->truncated = (uint8_t)sw_fp_walk_context(pc, sp, (uint64_t)g[REG_RBP], hi, st->frames, &st->count,
@@ -172,7 +185,7 @@ static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc) {
     int64_t t0 = sw_now_ns();
     sw_stack_t *st = &s->stack;
     st->taken_at_ns = (uint64_t)t0;
-    sw_capture_fill(st, uc, (sw_unwinder_t)s->unwinder, s->max_frames);
+    sw_capture_fill(st, uc, (sw_unwinder_t)s->unwinder, s->max_frames, NULL, NULL);
     if (s->unwinder == SW_UNWIND_LIBUNWIND) {
         const greg_t *g = uc->uc_mcontext.gregs;
         static const int map[17] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,

@@ -41,8 +41,10 @@ int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *c
 // ---- handler-side capture (capture.c) --------------------------------------------------------
 
 /// Fills `st` from the interrupted context `ucv` (a ucontext_t): PC, SP, and for frame pointers the
-/// checked walk. async-signal-safe.
-void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames);
+/// checked walk. `cached_lo`/`cached_hi` (may be NULL) remember the thread's stack mapping between
+/// calls on the same thread. async-signal-safe.
+void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames,
+                     uint64_t *cached_lo, uint64_t *cached_hi);
 
 /// 1 when `tid` keeps `signo` blocked over a few readings, 0 when not, SW_ERR_THREAD_GONE.
 /// Not for handlers (reads /proc, sleeps up to 0.4 ms).

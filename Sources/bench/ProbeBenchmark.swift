@@ -5,6 +5,22 @@ import Stallwatch
 import StallwatchPolicy
 
 /// `bench probe`: what a heartbeat costs the loop, and what an idle watchdog costs the process.
+/// Runs a default watchdog through one sampled stall, so every lazily touched structure is resident.
+private func residentMemoryExercise() throws {
+    let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(200)))
+    let probe = watchdog.makeProbe(name: "rss")
+    try watchdog.start()
+    let stall = Thread {
+        probe.busy()
+        let end = Workload.now() + 400_000_000
+        while Workload.now() < end {}
+        probe.idle()
+    }
+    stall.start()
+    usleep(700_000)
+    watchdog.stop()
+}
+
 struct ProbeBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "probe",
@@ -50,6 +66,14 @@ struct ProbeBenchmark: ParsableCommand {
         print(String(format: "heartbeat busy/idle pair: %.1f ns median [%.1f…%.1f] over %d rounds of %d pairs — goal ≤ 25 ns: %@",
                      s.median, s.min, s.max, rounds, pairs, s.median <= 25 ? "met" : "NOT met"))
         guard idleSeconds > 0 else { return }
+        // What Stallwatch adds to resident memory: before the sampler exists, and after a watchdog
+        // has run and sampled a stall (its slots, map tables and a ring touched).
+        let rssBefore = try ProcessStats.current().residentBytes
+        try residentMemoryExercise()
+        let rssAfter = try ProcessStats.current().residentBytes
+        let added = Double(Int64(rssAfter) - Int64(rssBefore)) / 1024
+        print(String(format: "resident memory added by the default configuration (sampler, watchdog, one stall sampled): %.0f KiB — goal ≤ 2048 KiB: %@",
+                     added, added <= 2048 ? "met" : "NOT met"))
         let watchdog = try Watchdog()
         _ = watchdog.makeProbe(name: "idle-loop")
         try watchdog.start()
