@@ -29,11 +29,7 @@ static int looks_like_return(uint64_t ret) {
     if (ret < 8 || !sw_maps_is_exec(ret)) return 0;
     uint8_t c[8];
     if (safe_read(ret - 8, c, 8) != 8) return 0;
-    const uint8_t *e = c + 8; // e[-k] is the byte k before ret
-    return e[-5] == 0xE8 || (e[-2] == 0xFF && (e[-1] & 0xF8) == 0xD0) || (e[-6] == 0xFF && e[-5] == 0x15) ||
-           (e[-3] == 0xFF && (e[-2] & 0xF8) == 0x50) || (e[-6] == 0xFF && (e[-5] & 0xF8) == 0x90) ||
-           (e[-3] == 0xFF && e[-2] == 0x14) || (e[-4] == 0xFF && e[-3] == 0x54) ||
-           (e[-7] == 0xFF && e[-6] == 0x94) || (e[-2] == 0xFF && (e[-1] & 0xF8) == 0x10);
+    return sw_ends_with_call(c + 8);
 }
 
 static uint64_t word_at(const uint64_t *w, uint64_t base, uint64_t nwords, uint64_t addr, int *ok) {

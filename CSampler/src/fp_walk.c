@@ -39,13 +39,8 @@ int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *c
     return 1;
 }
 
-// 1 when the bytes before `ret` end with a call instruction (direct rel32, or the common indirect
-// forms through a register or memory operand). Reads at most 7 bytes of code, only inside an
-// executable mapping that also holds `ret`. async-signal-safe.
-static int preceded_by_call(uint64_t ret) {
-    uint64_t lo, hi;
-    if (ret < 8 || !sw_maps_find(ret - 7, SW_MAP_READ | SW_MAP_EXEC, &lo, &hi) || ret > hi) return 0;
-    const uint8_t *c = (const uint8_t *)(uintptr_t)ret;
+// async-signal-safe: pure byte tests on the 7 bytes before `c`.
+int sw_ends_with_call(const uint8_t *c) {
     if (c[-5] == 0xE8) return 1;                                   // call rel32
     if (c[-2] == 0xFF && (c[-1] & 0xF8) == 0xD0) return 1;         // call *%reg
     if (c[-6] == 0xFF && c[-5] == 0x15) return 1;                  // call *disp32(%rip)
@@ -56,6 +51,14 @@ static int preceded_by_call(uint64_t ret) {
     if (c[-7] == 0xFF && c[-6] == 0x94) return 1;                  // call *disp32(%reg,%reg,s)
     if (c[-2] == 0xFF && (c[-1] & 0xF8) == 0x10) return 1;         // call *(%reg)
     return 0;
+}
+
+// 1 when `ret` follows a call instruction. Reads at most 7 bytes of code, only inside an executable
+// mapping that also holds `ret`. async-signal-safe.
+static int preceded_by_call(uint64_t ret) {
+    uint64_t lo, hi;
+    if (ret < 8 || !sw_maps_find(ret - 7, SW_MAP_READ | SW_MAP_EXEC, &lo, &hi) || ret > hi) return 0;
+    return sw_ends_with_call((const uint8_t *)(uintptr_t)ret);
 }
 
 // async-signal-safe: reads only [sp, hi) of the stack and, through preceded_by_call, code bytes.

@@ -53,6 +53,11 @@ int sw_signal_blocked_by(int32_t tid, int signo);
 /// The ring handler (ring.c). async-signal-safe.
 void sw_ring_on_signal(uint64_t cookie, const void *ucv);
 
+/// 1 when the 7 bytes before `end` end with a call instruction (direct rel32, or the common indirect
+/// forms through a register or memory operand): `end` is then a plausible return address.
+/// async-signal-safe.
+int sw_ends_with_call(const uint8_t *end);
+
 /// The walk from an interrupted context: the PC, the leaf's caller when the leaf has no frame of its
 /// own ([sp] holds a return address preceded by a call), then the frame-record chain.
 /// async-signal-safe.

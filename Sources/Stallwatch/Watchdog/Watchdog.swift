@@ -76,21 +76,15 @@ public final class Watchdog: Sendable {
     }
 
     /// Starts monitoring a heartbeat probe.
-    public func monitor(_ probe: HeartbeatProbe) {
-        sources.withLock { s in
-            if !s.list.contains(where: { $0.identity == ObjectIdentifier(probe) }) {
-                s.list.append(.heartbeat(probe))
-                s.version += 1
-            }
-        }
-        wake.signal()
-    }
+    public func monitor(_ probe: HeartbeatProbe) { add(.heartbeat(probe)) }
 
     /// Starts monitoring a ping probe.
-    public func monitor(_ probe: PingProbe) {
+    public func monitor(_ probe: PingProbe) { add(.ping(probe)) }
+
+    private func add(_ source: LoopSource) {
         sources.withLock { s in
-            if !s.list.contains(where: { $0.identity == ObjectIdentifier(probe) }) {
-                s.list.append(.ping(probe))
+            if !s.list.contains(where: { $0.identity == source.identity }) {
+                s.list.append(source)
                 s.version += 1
             }
         }
