@@ -40,13 +40,19 @@ typedef struct sw_slot {
     uint32_t park_token;
     int64_t park_deadline_ns;
     uint8_t *copy;                  // SW_COPY_BYTES, mapped by the requester on first use
-    // The answer.
-    sw_stack_t stack;
-    sw_regs_t regs;
     uint64_t copy_base, copy_len;
 } sw_slot_t;
 
+// The answer's bulk lives apart from the slots: requesters scan every slot's state to find a free
+// one, and with the 2 KiB stacks inline that scan would make all 512 slots resident (1.1 MiB).
+typedef struct sw_slot_payload {
+    sw_stack_t stack;
+    sw_regs_t regs;
+} sw_slot_payload_t;
+
 static sw_slot_t g_slots[SW_SLOTS];
+static sw_slot_payload_t g_payloads[SW_SLOTS];
+#define PAYLOAD(s) (&g_payloads[(s) - g_slots])
 static _Atomic uint32_t g_gen;
 static _Atomic uint32_t g_next_slot;
 static _Atomic int g_signo;
@@ -183,7 +189,7 @@ static void answer(uint64_t cookie, const ucontext_t *uc) {
 // async-signal-safe: captures into a claimed slot, posts the answer, and parks if asked.
 static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc) {
     int64_t t0 = sw_now_ns();
-    sw_stack_t *st = &s->stack;
+    sw_stack_t *st = &PAYLOAD(s)->stack;
     st->taken_at_ns = (uint64_t)t0;
     sw_capture_fill(st, uc, (sw_unwinder_t)s->unwinder, s->max_frames, NULL, NULL);
     if (s->unwinder == SW_UNWIND_LIBUNWIND) {
@@ -191,7 +197,7 @@ static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc) {
         static const int map[17] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
                                     REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
                                     REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
-        for (int i = 0; i < 17; i++) s->regs.r[i] = (uint64_t)g[map[i]];
+        for (int i = 0; i < 17; i++) PAYLOAD(s)->regs.r[i] = (uint64_t)g[map[i]];
         uint64_t sp = st->sp, lo = 0, hi = 0;
         s->copy_len = 0;
         s->copy_base = sp;
@@ -487,7 +493,7 @@ static int validate(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, in
 
 // Copies the answer out of the slot and, for libunwind, unwinds it here (outside the handler).
 static void collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live, sw_stack_t *out) {
-    const sw_stack_t *st = &s->stack;
+    const sw_stack_t *st = &PAYLOAD(s)->stack;
     out->count = st->count;
     out->unwinder = st->unwinder;
     out->truncated = st->truncated;
@@ -500,7 +506,7 @@ static void collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live, sw
     if (st->unwinder == SW_UNWIND_LIBUNWIND) {
         sw_stack_view_t view;
         memset(&view, 0, sizeof view);
-        view.regs = &s->regs;
+        view.regs = &PAYLOAD(s)->regs;
         if (live) {
             uint64_t lo = 0, hi = 0;
             if (sw_maps_find(st->sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
@@ -559,7 +565,7 @@ int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t
             return classify_silence(tid, signo);
         }
         int64_t t_answer = sw_now_ns();
-        if (!s->stack.stack_known && attempt == 0) {
+        if (!PAYLOAD(s)->stack.stack_known && attempt == 0) {
             // The stack is newer than our map table: refresh and ask once more.
             free_slot(s, gen);
             sw_maps_rebuild();
