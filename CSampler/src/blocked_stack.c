@@ -48,7 +48,9 @@ static int plausible_record(const uint64_t *w, uint64_t base, uint64_t nwords, u
     uint64_t next = word_at(w, base, nwords, a, &ok1);
     uint64_t ret = word_at(w, base, nwords, a + 8, &ok2);
     if (!ok1 || !ok2 || !looks_like_return(ret)) return 0;
-    if (next == 0) return 1;
+    // A saved FP of 0 marks the outermost frame, which lives near the stack's top; anywhere else a
+    // zero followed by a return address is just a zeroed local beside one (seen in libc's sleep).
+    if (next == 0) return hi - a <= 4096;
     if (next <= a || next >= hi || (next & 7) != 0) return 0;
     uint64_t ret2 = word_at(w, base, nwords, next + 8, &ok2);
     return !ok2 || ret2 == 0 || looks_like_return(ret2);

@@ -180,3 +180,42 @@ func stallwatchFixtureLockWait(_ address: UInt) {
 func stallwatchFixtureSleep(microseconds: UInt32) {
     usleep(microseconds)
 }
+
+@Suite("Ping probes", .serialized)
+struct PingProbeTests {
+    @Test("a serial queue stuck in a long job is reported through its ping")
+    func blockedQueue() throws {
+        let log = EventLog()
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(300))) { log.append($0) }
+        let queue = DispatchQueue(label: "sw-ping-test")
+        let probe = PingProbe.dispatchQueue(queue, name: "queue")
+        watchdog.monitor(probe)
+        try watchdog.start()
+        defer { watchdog.stop() }
+        usleep(400_000) // a few healthy pings
+        #expect(log.stalls.isEmpty)
+        queue.async { stallwatchFixtureSleep(microseconds: 1_200_000) }
+        #expect(eventually(timeout: .seconds(5)) { !log.ended.isEmpty })
+        let report = try #require(log.stalls.first)
+        #expect(log.stalls.count == 1)
+        #expect(report.loopName == "queue")
+        #expect(report.duration >= .milliseconds(300))
+        // The queue's worker thread (the one that ran the last ping) is sampled: it sleeps.
+        #expect(report.cause?.kind == .sleeping, "\(report.cause?.evidence ?? "")")
+        #expect(report.blamedStack.contains { $0.symbol?.contains("stallwatchFixtureSleep") == true },
+                "\(report.blamedStack.compactMap(\.symbol).prefix(6))")
+    }
+
+    @Test("a healthy concurrency pool answers its pings")
+    func healthyPool() throws {
+        let log = EventLog()
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(300))) { log.append($0) }
+        let probe = PingProbe.cooperativePool()
+        watchdog.monitor(probe)
+        try watchdog.start()
+        defer { watchdog.stop() }
+        usleep(700_000)
+        #expect(log.stalls.isEmpty)
+        #expect(probe.lastLatency < .milliseconds(300))
+    }
+}
