@@ -219,3 +219,61 @@ struct PingProbeTests {
         #expect(probe.lastLatency < .milliseconds(300))
     }
 }
+
+@Suite("Watchdog report delivery", .serialized)
+struct WatchdogDeliveryTests {
+    @Test("an unwritable report directory gives an error event, and the stall event is still delivered")
+    func unwritableDirectory() throws {
+        // A path under a regular file cannot be created, even by root.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("sw-not-a-dir-\(getpid())")
+        try Data("x".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let errors = Mutex<[String]>([])
+        let log = EventLog()
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(200)),
+                                    reportDirectory: file.appendingPathComponent("reports").path) { event in
+            if case .error(let message) = event { errors.withLock { $0.append(message) } }
+            log.append(event)
+        }
+        let probe = watchdog.makeProbe(name: "io-loop")
+        try watchdog.start()
+        defer { watchdog.stop() }
+        let worker = TestThread(name: "sw-deliver") { _ in
+            probe.busy()
+            stallwatchFixtureSleep(microseconds: 500_000)
+            probe.idle()
+        }
+        worker.stopAndJoin()
+        #expect(eventually { !log.ended.isEmpty })
+        #expect(log.stalls.count == 1)
+        #expect(errors.withLock { $0.count } == 1)
+        #expect(errors.withLock { $0.first?.contains("reports") ?? false }, "\(errors.withLock { $0 })")
+    }
+
+    @Test("reports land in the directory as owner-only JSON that decodes back")
+    func writtenReports() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sw-reports-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let log = EventLog()
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(200)),
+                                    reportDirectory: dir.path) { log.append($0) }
+        let probe = watchdog.makeProbe(name: "disk-loop")
+        try watchdog.start()
+        defer { watchdog.stop() }
+        let worker = TestThread(name: "sw-written") { _ in
+            probe.busy()
+            stallwatchFixtureCPUStall(milliseconds: 500)
+            probe.idle()
+        }
+        worker.stopAndJoin()
+        #expect(eventually { !log.ended.isEmpty })
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") }
+        #expect(files.count == 1)
+        let path = dir.appendingPathComponent(try #require(files.first)).path
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let report = try JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(report.loopName == "disk-loop")
+        #expect(report.id == log.stalls.first?.id)
+    }
+}
