@@ -64,6 +64,7 @@ let package = Package(
             name: "stallwatch",
             dependencies: [
                 "Stallwatch",
+                "StallwatchPolicy",
                 "CSampler",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
