@@ -196,3 +196,27 @@ enum ThreadInfoProbe {
         return String(text[text.index(close, offsetBy: 2)])
     }
 }
+
+@Suite("Symbolization")
+struct SymbolizationTests {
+    @Test("frames carry module, offset, demangled name and the module's GNU build id")
+    func buildIDs() throws {
+        let address = UInt(bitPattern: dlsym(nil, "swift_demangle"))
+        try #require(address != 0)
+        let frame = Symbolizer.shared.symbolize(address)
+        #expect(frame.module?.contains("libswiftCore") == true, "\(frame)")
+        #expect(frame.symbol == "swift_demangle")
+        let id = try #require(frame.buildID, "no build id for \(frame.module ?? "?")")
+        // Compare with what the toolchain's own reader says.
+        let out = Pipe()
+        let readelf = Process()
+        readelf.executableURL = URL(fileURLWithPath: "/usr/bin/readelf")
+        readelf.arguments = ["-n", try #require(frame.module)]
+        readelf.standardOutput = out
+        try readelf.run()
+        readelf.waitUntilExit()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(text.contains("Build ID: \(id)"), "readelf says: \(text.prefix(400))")
+        #expect(Demangler.demangle("$sSi") == "Swift.Int")
+    }
+}

@@ -19,6 +19,8 @@ final class ELFSymbolTable: Sendable {
     let isRelocatable: Bool
     /// Lowest PT_LOAD virtual address (0 for most shared objects and PIEs).
     let lowestLoadAddress: UInt64
+    /// The GNU build id (lowercase hex), which names the exact binary for symbolizing later.
+    let buildID: String?
 
     // The mapping is never written and never unmapped while the table lives; it is shared read-only.
     nonisolated(unsafe) private let mapping: UnsafeRawBufferPointer
@@ -43,6 +45,7 @@ final class ELFSymbolTable: Sendable {
         stringsCount = parsed.stringsCount
         isRelocatable = parsed.relocatable
         lowestLoadAddress = parsed.lowestLoad
+        buildID = Self.buildID(file)
     }
 
     deinit {
@@ -70,6 +73,31 @@ final class ELFSymbolTable: Sendable {
         let limit = stringsCount - offset
         let len = strnlen(p, limit)
         return String(decoding: UnsafeRawBufferPointer(start: p, count: len), as: UTF8.self)
+    }
+
+    /// Reads NT_GNU_BUILD_ID from the PT_NOTE segments.
+    private static func buildID(_ f: UnsafeRawBufferPointer) -> String? {
+        func u16(_ o: Int) -> UInt16? { o >= 0 && o + 2 <= f.count ? f.loadUnaligned(fromByteOffset: o, as: UInt16.self) : nil }
+        func u32(_ o: Int) -> UInt32? { o >= 0 && o + 4 <= f.count ? f.loadUnaligned(fromByteOffset: o, as: UInt32.self) : nil }
+        func u64(_ o: Int) -> UInt64? { o >= 0 && o + 8 <= f.count ? f.loadUnaligned(fromByteOffset: o, as: UInt64.self) : nil }
+        guard let phoff = u64(0x20), let phentsize = u16(0x36), let phnum = u16(0x38) else { return nil }
+        for i in 0..<Int(phnum) {
+            let ph = Int(phoff) + i * Int(phentsize)
+            guard u32(ph) == 4 /* PT_NOTE */, let off = u64(ph + 8), let size = u64(ph + 32) else { continue }
+            var o = Int(off)
+            let end = min(Int(off) + Int(size), f.count)
+            while o + 12 <= end, let nameSize = u32(o), let descSize = u32(o + 4), let type = u32(o + 8) {
+                let name = o + 12
+                let desc = name + (Int(nameSize) + 3) & ~3
+                let next = desc + (Int(descSize) + 3) & ~3
+                guard next <= end, next > o else { break }
+                if type == 3 /* NT_GNU_BUILD_ID */, nameSize == 4, f[name] == 0x47, f[name + 1] == 0x4e, f[name + 2] == 0x55 {
+                    return (desc..<desc + Int(descSize)).map { String(format: "%02x", f[$0]) }.joined()
+                }
+                o = next
+            }
+        }
+        return nil
     }
 
     private static func parse(_ f: UnsafeRawBufferPointer)

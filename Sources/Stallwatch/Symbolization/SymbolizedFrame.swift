@@ -6,6 +6,8 @@ public struct SymbolizedFrame: Sendable, Hashable, Codable {
     public var module: String?
     /// `address` minus the module's load base: stable across runs, for symbolizing later.
     public var moduleOffset: UInt?
+    /// The module's GNU build id (hex), to find the exact binary when symbolizing later.
+    public var buildID: String?
     /// The demangled function name, when the module's dynamic symbol table has it.
     public var symbol: String?
     /// The raw (mangled) symbol name.

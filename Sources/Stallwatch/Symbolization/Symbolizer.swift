@@ -61,6 +61,7 @@ public final class Symbolizer: Sendable {
         }
         // dladdr names only exported symbols; the static table also names internal functions.
         if let path = frame.module, info.module_base != 0, let table = table(for: path) {
+            frame.buildID = table.buildID
             let bias = table.isRelocatable ? UInt64(info.module_base) &- table.lowestLoadAddress : 0
             let fileAddress = UInt64(address) &- bias
             if let hit = table.lookup(fileAddress: fileAddress) {
@@ -86,7 +87,7 @@ public final class Symbolizer: Sendable {
 
 extension SymbolizedFrame {
     init(address: UInt) {
-        self.init(address: address, module: nil, moduleOffset: nil, symbol: nil, mangledSymbol: nil,
+        self.init(address: address, module: nil, moduleOffset: nil, buildID: nil, symbol: nil, mangledSymbol: nil,
                   functionAddress: nil, symbolOffset: nil)
     }
 }

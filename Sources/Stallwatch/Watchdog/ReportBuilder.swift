@@ -18,7 +18,7 @@ struct ReportBuilder {
 
     func describe(_ key: FrameKey) -> SymbolInfo {
         let f = symbolizer.symbolize(UInt(key.address))
-        return SymbolInfo(module: f.module, moduleOffset: f.moduleOffset.map(UInt64.init), buildID: nil, symbol: f.symbol)
+        return SymbolInfo(module: f.module, moduleOffset: f.moduleOffset.map(UInt64.init), buildID: f.buildID, symbol: f.symbol)
     }
 
     func identity(_ thread: ThreadID, info: ThreadInfo? = nil) -> ThreadIdentity {
@@ -36,7 +36,7 @@ struct ReportBuilder {
                 symbolizer.symbolize(s).map { f in
                     ReportFrame(address: UInt64(f.address),
                                 info: SymbolInfo(module: f.module, moduleOffset: f.moduleOffset.map(UInt64.init),
-                                                 buildID: nil, symbol: f.symbol),
+                                                 buildID: f.buildID, symbol: f.symbol),
                                 sampleCount: 1)
                 }
             } ?? []
