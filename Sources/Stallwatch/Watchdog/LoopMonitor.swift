@@ -15,6 +15,8 @@ final class LoopMonitor {
     /// The signatures this stall was reported with: the same stall again is not a new report.
     var reportedSignatures: [StackSignature] = []
     var followUps = 0
+    /// The thread a sampling ring could not be started for (logged once).
+    var unsampledThread: ThreadID?
 
     init(source: LoopSource, configuration: WatchdogConfiguration) {
         self.source = source

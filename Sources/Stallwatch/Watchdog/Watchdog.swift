@@ -103,7 +103,8 @@ public final class Watchdog: Sendable {
     /// Whether the watchdog thread is running.
     public var isRunning: Bool { control.withLock { $0.running } }
 
-    /// Starts the watchdog thread. Idempotent.
+    /// Starts the watchdog thread. Idempotent. A running watchdog keeps itself alive (its thread
+    /// holds a reference) until ``stop()``; `ServiceGroup` calls that at shutdown.
     public func start() throws(SamplerError) {
         try control.withLock { (c: inout Control) throws(SamplerError) in
             guard !c.running else { return }

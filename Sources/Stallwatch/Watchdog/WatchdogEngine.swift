@@ -137,9 +137,19 @@ final class WatchdogEngine {
         guard let thread else { return }
         if m.ring == nil || m.ring?.thread != thread {
             m.stopSampling()
-            m.ring = try? SamplingRing(sampler: sampler, thread: thread, interval: configuration.sampleInterval,
-                                       clock: .threadCPU, capacity: max(configuration.ringCapacity, 1),
-                                       maxFrames: configuration.maxFrames)
+            do {
+                m.ring = try SamplingRing(sampler: sampler, thread: thread, interval: configuration.sampleInterval,
+                                          clock: .threadCPU, capacity: max(configuration.ringCapacity, 1),
+                                          maxFrames: configuration.maxFrames)
+            } catch {
+                // Once per thread: a loop thread that blocks the signal (or is gone) is still
+                // watched and classified, just not sampled while it runs.
+                if m.unsampledThread != thread {
+                    m.unsampledThread = thread
+                    logger.warning("cannot sample loop thread", metadata: [
+                        "loop": "\(m.source.name)", "thread": "\(thread.rawValue)", "error": "\(error)"])
+                }
+            }
         }
         if let ring = m.ring { m.append(ring.drain(), capacity: configuration.ringCapacity) }
         if let blocked = try? sampler.captureBlockedStack(of: thread) {
