@@ -1,5 +1,6 @@
 // Timer-driven sampling rings (see sw_ring.h).
 #include "sw_ring.h"
+#include "sw_cpuclock.h"
 #include "sw_internal.h"
 
 #include <errno.h>
@@ -101,8 +102,7 @@ int sw_ring_start(int32_t tid, int64_t interval_ns, sw_ring_clock_t clock, uint3
     sev._sigev_un._tid = tid;
     uint64_t cookie = (SW_RING_COOKIE_MAGIC << 48) | ((uint64_t)r->gen << 16) | (uint64_t)idx;
     sev.sigev_value.sival_ptr = (void *)(uintptr_t)cookie;
-    // The kernel's clock id for a thread's CPU clock: CPUCLOCK_SCHED | CPUCLOCK_PERTHREAD.
-    clockid_t cid = clock == SW_RING_CLOCK_THREAD_CPU ? (clockid_t)((~(clockid_t)tid) << 3) | 6 : CLOCK_MONOTONIC;
+    clockid_t cid = clock == SW_RING_CLOCK_THREAD_CPU ? sw_thread_cpu_clockid(tid) : CLOCK_MONOTONIC;
     atomic_store_explicit(&r->active_gen, r->gen, memory_order_release);
     if (timer_create(cid, &sev, &r->timer) != 0) {
         int e = errno;

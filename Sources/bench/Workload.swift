@@ -199,10 +199,8 @@ func blackHole(_ x: Int) {
     if x == 0x5EED_F00D { print("") }
 }
 
-/// CPU time of thread `tid` in nanoseconds, from the kernel's per-thread CPU clock.
+/// CPU time of thread `tid` in nanoseconds (the library's ThreadCPUClock; 0 when the thread is gone).
 func threadCPUNanoseconds(_ tid: Int32) -> Int {
-    var ts = timespec()
-    let clock = clockid_t((~Int32(tid)) << 3 | 6)
-    guard clock_gettime(clock, &ts) == 0 else { return 0 }
-    return ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+    guard let cpu = try? ThreadCPUClock(ThreadID(rawValue: tid)).elapsed() else { return 0 }
+    return Int(cpu.components.seconds) * 1_000_000_000 + Int(cpu.components.attoseconds / 1_000_000_000)
 }
