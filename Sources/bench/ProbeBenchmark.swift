@@ -91,7 +91,7 @@ struct ProbeBenchmark: ParsableCommand {
         usleep(UInt32(idleSeconds * 1_000_000))
         let cpu = try clock.elapsed() - c0
         let wall = Double(Workload.now() - w0) / 1e9
-        let percent = Double(cpu.components.attoseconds) / 1e18 + Double(cpu.components.seconds)
+        let percent = Double(cpu.clampedNanoseconds) / 1e9
         let share = percent / wall * 100
         print(String(format: "idle watchdog: %.1f µs CPU over %.0f s = %.4f %% of a core — goal ≤ 0.01 %%: %@",
                      percent * 1e6, wall, share, share <= 0.01 ? "met" : "NOT met"))

@@ -70,13 +70,9 @@ struct CostRow: Codable {
             excessPerSample(on: ($0.on.gapStolenNanoseconds, $0.on.wallNanoseconds),
                             off: ($0.off.gapStolenNanoseconds, $0.off.wallNanoseconds), samples: $0.on.cost.samples) / 1000
         })
-        let stolen = rounds.flatMap(\.on.stolenPerSample).map { Double($0) / 1000 }
-        stolenPerSampleGapMedianMicroseconds = Stats.median(stolen)
-        stolenPerSampleGapP99Microseconds = Stats.percentile(stolen, 99)
-        samplesMatchedToGap = stolen.count
-        let tails = rounds.flatMap(\.on.tailPerSample).map { Double($0) / 1000 }
-        stolenTailMedianMicroseconds = Stats.median(tails)
-        stolenTailP99Microseconds = Stats.percentile(tails, 99)
+        let gap = GapFigures(stolen: rounds.flatMap(\.on.stolenPerSample), tails: rounds.flatMap(\.on.tailPerSample))
+        (stolenPerSampleGapMedianMicroseconds, stolenPerSampleGapP99Microseconds, samplesMatchedToGap) = (gap.median, gap.p99, gap.count)
+        (stolenTailMedianMicroseconds, stolenTailP99Microseconds) = (gap.tailMedian, gap.tailP99)
         samplesBelowThreshold = rounds.map(\.on.belowThreshold).reduce(0, +)
         samplerCPUPercentOfCore = Spread(rounds.map { Double($0.on.cost.samplerCPUNanoseconds) / Double($0.on.wallNanoseconds) * 100 })
         totalCostPercentOfCore = Spread(rounds.map {
@@ -103,13 +99,9 @@ struct CostRow: Codable {
             excessPerSample(on: ($0.on.gapStolenNanoseconds, $0.on.wallNanoseconds),
                             off: ($0.off.gapStolenNanoseconds, $0.off.wallNanoseconds), samples: $0.on.profilerSignals) / 1000
         })
-        let stolen = rounds.flatMap(\.on.stolenPerSample).map { Double($0) / 1000 }
-        stolenPerSampleGapMedianMicroseconds = Stats.median(stolen)
-        stolenPerSampleGapP99Microseconds = Stats.percentile(stolen, 99)
-        samplesMatchedToGap = stolen.count
-        let tails = rounds.flatMap(\.on.stolenTail).map { Double($0) / 1000 }
-        stolenTailMedianMicroseconds = Stats.median(tails)
-        stolenTailP99Microseconds = Stats.percentile(tails, 99)
+        let gap = GapFigures(stolen: rounds.flatMap(\.on.stolenPerSample), tails: rounds.flatMap(\.on.stolenTail))
+        (stolenPerSampleGapMedianMicroseconds, stolenPerSampleGapP99Microseconds, samplesMatchedToGap) = (gap.median, gap.p99, gap.count)
+        (stolenTailMedianMicroseconds, stolenTailP99Microseconds) = (gap.tailMedian, gap.tailP99)
         samplesBelowThreshold = rounds.map(\.on.belowThreshold).reduce(0, +)
         samplerCPUPercentOfCore = Spread(rounds.map { _ in 0 })
         totalCostPercentOfCore = Spread(rounds.map {
@@ -122,6 +114,22 @@ struct CostRow: Codable {
         failures = 0
         processMallocsDuringSampling = 0
         samplerThreadMallocs = 0
+    }
+}
+
+/// Per-sample stolen time (gap method) and its lower bound (tail), pooled over rounds, in µs.
+private struct GapFigures {
+    let median, p99, tailMedian, tailP99: Double
+    let count: Int
+
+    init(stolen: [Int], tails: [Int]) {
+        let gaps = stolen.map { Double($0) / 1000 }
+        let tailValues = tails.map { Double($0) / 1000 }
+        median = Stats.median(gaps)
+        p99 = Stats.percentile(gaps, 99)
+        count = gaps.count
+        tailMedian = Stats.median(tailValues)
+        tailP99 = Stats.percentile(tailValues, 99)
     }
 }
 

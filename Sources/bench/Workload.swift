@@ -202,5 +202,5 @@ func blackHole(_ x: Int) {
 /// CPU time of thread `tid` in nanoseconds (the library's ThreadCPUClock; 0 when the thread is gone).
 func threadCPUNanoseconds(_ tid: Int32) -> Int {
     guard let cpu = try? ThreadCPUClock(ThreadID(rawValue: tid)).elapsed() else { return 0 }
-    return Int(cpu.components.seconds) * 1_000_000_000 + Int(cpu.components.attoseconds / 1_000_000_000)
+    return Int(cpu.clampedNanoseconds)
 }

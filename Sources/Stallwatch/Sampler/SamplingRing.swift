@@ -39,7 +39,7 @@ public final class SamplingRing: Sendable {
         guard (1...Int(SW_MAX_FRAMES)).contains(frames) else {
             throw .invalidArgument("maxFrames must be in 1...\(SW_MAX_FRAMES), got \(frames)")
         }
-        let rc = sw_ring_start(thread.rawValue, interval.nanoseconds,
+        let rc = sw_ring_start(thread.rawValue, interval.clampedNanoseconds,
                                clock == .threadCPU ? SW_RING_CLOCK_THREAD_CPU : SW_RING_CLOCK_MONOTONIC,
                                UInt32(frames), UInt32(capacity))
         guard rc >= 0 else {

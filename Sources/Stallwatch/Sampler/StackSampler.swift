@@ -91,7 +91,7 @@ public final class StackSampler: Sendable {
                               timeout: Duration) throws(SamplerError) -> CapturedStack {
         guard unwinder != .syscallScan else { return try captureBlockedStack(of: thread) }
         guard timeout > .zero else { throw .invalidArgument("timeout must be positive, got \(timeout)") }
-        let timeoutNs = timeout.nanoseconds
+        let timeoutNs = timeout.clampedNanoseconds
         let result: Result<CapturedStack, SamplerError> = withUnsafeTemporaryAllocation(of: sw_stack_t.self, capacity: 1) { buf in
             guard let raw = buf.baseAddress else { return .failure(.busy) }
             let rc = sw_capture(thread.rawValue, unwinder.cValue, UInt32(configuration.maxFrames), timeoutNs, raw)
@@ -171,7 +171,7 @@ public final class StackSampler: Sendable {
             let held = tids.withUnsafeBufferPointer { t in
                 codes.withUnsafeMutableBufferPointer { c in
                     sw_snapshot_hold(t.baseAddress, t.count, unwinder.cValue, UInt32(configuration.maxFrames),
-                                     configuration.timeout.nanoseconds, configuration.holdLimit.nanoseconds,
+                                     configuration.timeout.clampedNanoseconds, configuration.holdLimit.clampedNanoseconds,
                                      outs, c.baseAddress)
                 }
             }
@@ -207,16 +207,5 @@ public final class StackSampler: Sendable {
         var s = sw_sampler_stats_t()
         sw_sampler_stats(&s)
         return s
-    }
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds, saturating.
-    var nanoseconds: Int64 {
-        let (s, a) = components
-        let (ns, o) = s.multipliedReportingOverflow(by: 1_000_000_000)
-        if o { return s < 0 ? .min : .max }
-        let (sum, o2) = ns.addingReportingOverflow(a / 1_000_000_000)
-        return o2 ? .max : sum
     }
 }
