@@ -68,15 +68,24 @@ int sw_fp_walk_context(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t hi, uint6
     *count = 1;
     if (cap <= 1) return 1;
     // Swift and clang omit the frame of leaf functions: interrupted in one, FP still points at the
-    // caller's record and the caller's own return address sits at [sp]. Without this, every sample
-    // taken in a leaf would lose the leaf's caller.
-    if (sp >= 16 && sp <= hi - 8 && (sp & 7) == 0) {
-        uint64_t top = *(const uint64_t *)(uintptr_t)sp;
-        uint64_t first_ret = 0;
-        uint64_t f = fp & ~SW_ASYNC_FP_BIT;
-        if (f >= sp && f <= hi - 16 && (f & 7) == 0) first_ret = ((const uint64_t *)(uintptr_t)f)[1];
-        if (top != first_ret && top != pc && sw_maps_is_exec(top) && preceded_by_call(top)) {
-            out[(*count)++] = top;
+    // caller's record and the caller's own return address sits just above SP — at [sp], or a few
+    // words up when the leaf pushed callee-saved registers. Without this, every sample taken in a
+    // leaf would lose the leaf's caller. Only words below the caller's record are considered, and
+    // only one that points just past a call instruction is taken.
+    uint64_t f = fp & ~SW_ASYNC_FP_BIT;
+    uint64_t first_ret = 0;
+    uint64_t limit = sp + 8 * 8;
+    if (f >= sp && f <= hi - 16 && (f & 7) == 0) {
+        first_ret = ((const uint64_t *)(uintptr_t)f)[1];
+        if (f < limit) limit = f;
+    }
+    if (limit > hi) limit = hi;
+    for (uint64_t a = sp; sp >= 16 && (sp & 7) == 0 && a + 8 <= limit; a += 8) {
+        uint64_t word = *(const uint64_t *)(uintptr_t)a;
+        if (word == first_ret || word == pc) break; // the caller's record is next: not a leaf
+        if (sw_maps_is_exec(word) && preceded_by_call(word)) {
+            out[(*count)++] = word;
+            break;
         }
     }
     return sw_fp_walk(fp, sp, hi, out, count, cap);

@@ -268,7 +268,7 @@ struct WatchdogDeliveryTests {
         worker.stopAndJoin()
         #expect(eventually { !log.ended.isEmpty })
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") }
-        #expect(files.count == 1)
+        #expect(files.count == 1, "\(files) events: \(log.stalls.map { ($0.kind, $0.sequenceInStall, $0.blamedStack.compactMap(\.symbol).prefix(4)) })")
         let path = dir.appendingPathComponent(try #require(files.first)).path
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
