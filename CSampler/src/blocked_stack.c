@@ -23,13 +23,28 @@ static size_t safe_read(uint64_t addr, void *buf, size_t len) {
     return r < 0 ? 0 : (size_t)r;
 }
 
+// 1 when the 7 bytes before `c` end with a call instruction (direct rel32, or the common indirect
+// forms through a register or memory operand).
+static int ends_with_call(const uint8_t *c) {
+    if (c[-5] == 0xE8) return 1;                                   // call rel32
+    if (c[-2] == 0xFF && (c[-1] & 0xF8) == 0xD0) return 1;         // call *%reg
+    if (c[-6] == 0xFF && c[-5] == 0x15) return 1;                  // call *disp32(%rip)
+    if (c[-3] == 0xFF && (c[-2] & 0xF8) == 0x50) return 1;         // call *disp8(%reg)
+    if (c[-6] == 0xFF && (c[-5] & 0xF8) == 0x90) return 1;         // call *disp32(%reg)
+    if (c[-3] == 0xFF && c[-2] == 0x14) return 1;                  // call *(%reg,%reg,s)
+    if (c[-4] == 0xFF && c[-3] == 0x54) return 1;                  // call *disp8(%reg,%reg,s)
+    if (c[-7] == 0xFF && c[-6] == 0x94) return 1;                  // call *disp32(%reg,%reg,s)
+    if (c[-2] == 0xFF && (c[-1] & 0xF8) == 0x10) return 1;         // call *(%reg)
+    return 0;
+}
+
 // A return address points just past a call instruction. Code is read with safe_read: the module
 // could be unloaded meanwhile by another thread.
 static int looks_like_return(uint64_t ret) {
     if (ret < 8 || !sw_maps_is_exec(ret)) return 0;
     uint8_t c[8];
     if (safe_read(ret - 8, c, 8) != 8) return 0;
-    return sw_ends_with_call(c + 8);
+    return ends_with_call(c + 8);
 }
 
 static uint64_t word_at(const uint64_t *w, uint64_t base, uint64_t nwords, uint64_t addr, int *ok) {
@@ -64,6 +79,7 @@ int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_
     out->frames[0] = sc->pc;
     out->count = 1;
     out->unwinder = SW_UNWIND_SYSCALL_SCAN;
+    out->leaf_word_count = 0;
     out->tid = tid;
     out->sp = sc->sp;
     out->handler_ns = 0;
@@ -128,4 +144,23 @@ int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_
     if (out->count >= max_frames) out->truncated = 1;
     free(w);
     return 0;
+}
+
+void sw_recover_leaf_caller(sw_stack_t *st) {
+    uint8_t n = st->leaf_word_count;
+    st->leaf_word_count = 0; // consumed: a second call must not insert twice
+    if (st->unwinder != SW_UNWIND_FRAME_POINTER || st->count == 0 || n > 8) return;
+    uint64_t pc = st->frames[0];
+    uint64_t first_ret = st->count > 1 ? st->frames[1] : 0;
+    for (uint8_t i = 0; i < n; i++) {
+        uint64_t word = st->leaf_words[i];
+        if (word == first_ret || word == pc) return; // the caller's record is next: not a leaf
+        if (!looks_like_return(word)) continue;
+        uint32_t keep = st->count < SW_MAX_FRAMES ? st->count : SW_MAX_FRAMES - 1;
+        if (keep < st->count) st->truncated = 1;
+        memmove(&st->frames[2], &st->frames[1], sizeof(uint64_t) * (keep - 1));
+        st->frames[1] = word;
+        st->count = keep + 1;
+        return;
+    }
 }

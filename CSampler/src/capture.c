@@ -100,6 +100,7 @@ void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, ui
     st->sp = sp;
     st->truncated = 0;
     st->unwinder = (uint8_t)unwinder;
+    st->leaf_word_count = 0;
     if (unwinder == SW_UNWIND_NONE) {
         st->stack_known = 1; // nothing to bound: the floor takes the PC only
         return;
@@ -121,7 +122,7 @@ void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, ui
     if (unwinder != SW_UNWIND_FRAME_POINTER) return;
     if (st->stack_known) {
         st->truncated = (uint8_t)sw_fp_walk_context(pc, sp, (uint64_t)g[REG_RBP], hi, st->frames, &st->count,
-                                                    max_frames);
+                                                    max_frames, st->leaf_words, &st->leaf_word_count);
     } else {
         st->truncated = 1;
     }
@@ -503,6 +504,9 @@ static void collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live, sw
     out->handler_ns = st->handler_ns;
     out->taken_at_ns = st->taken_at_ns;
     memcpy(out->frames, st->frames, sizeof(uint64_t) * st->count);
+    memcpy(out->leaf_words, st->leaf_words, sizeof st->leaf_words);
+    out->leaf_word_count = st->leaf_word_count;
+    if (st->unwinder == SW_UNWIND_FRAME_POINTER) sw_recover_leaf_caller(out);
     if (st->unwinder == SW_UNWIND_LIBUNWIND) {
         sw_stack_view_t view;
         memset(&view, 0, sizeof view);

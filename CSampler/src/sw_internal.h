@@ -53,16 +53,15 @@ int sw_signal_blocked_by(int32_t tid, int signo);
 /// The ring handler (ring.c). async-signal-safe.
 void sw_ring_on_signal(uint64_t cookie, const void *ucv);
 
-/// 1 when the 7 bytes before `end` end with a call instruction (direct rel32, or the common indirect
-/// forms through a register or memory operand): `end` is then a plausible return address.
-/// async-signal-safe.
-int sw_ends_with_call(const uint8_t *end);
-
-/// The walk from an interrupted context: the PC, the leaf's caller when the leaf has no frame of its
-/// own ([sp] holds a return address preceded by a call), then the frame-record chain.
-/// async-signal-safe.
+/// The walk from an interrupted context: the PC, then the frame-record chain; the words between SP
+/// and the first record go to `leaf_words` for sw_recover_leaf_caller. async-signal-safe.
 int sw_fp_walk_context(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t hi, uint64_t *out, uint32_t *count,
-                       uint32_t cap);
+                       uint32_t cap, uint64_t *leaf_words, uint8_t *leaf_count);
+
+/// Outside any handler: when the interrupted function was a frameless leaf, inserts its caller
+/// (the first of the copied leaf words that is a return address, checked with fault-safe reads
+/// of the code before it) as frame 1. Frame-pointer stacks only; idempotent per stack.
+void sw_recover_leaf_caller(sw_stack_t *st);
 
 // ---- off-thread libunwind (remote_unwind.c) -------------------------------------------------
 
