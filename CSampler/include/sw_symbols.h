@@ -19,6 +19,10 @@ typedef struct sw_symbol_info {
 /// Returns 1 when the address lies in a loaded module. Not async-signal-safe (dladdr locks).
 int sw_symbol_lookup(uint64_t address, sw_symbol_info_t *out);
 
+/// The address range [*start, *start + *size) of the exported function `name` in any loaded module.
+/// Returns 1 when found with a known size, 0 otherwise. Not async-signal-safe (dlsym, dladdr1 lock).
+int sw_symbol_range(const char *name, uint64_t *start, uint64_t *size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,6 +55,14 @@ public final class HeartbeatProbe: Sendable {
         return try body()
     }
 
+    /// Marks the loop busy since `instant` on `thread`, for loops whose progress the watchdog
+    /// observes itself (pool threads) rather than being told by the loop. Keeps an existing stamp.
+    func markBusy(since instant: MonotonicInstant, thread: ThreadID) {
+        threadID.store(thread.rawValue, ordering: .relaxed)
+        // `busySince` adds one coarse tick to every stamp; take it off so it reads back exact.
+        busyStamp.store(max(instant.nanoseconds &- MonotonicClock.coarseResolution, 1), ordering: .releasing)
+    }
+
     /// When the current busy period began, or `nil` while idle.
     var busySince: MonotonicInstant? {
         let stamp = busyStamp.load(ordering: .acquiring)

@@ -15,6 +15,11 @@ final class LoopMonitor {
     /// The signatures this stall was reported with: the same stall again is not a new report.
     var reportedSignatures: [StackSignature] = []
     var followUps = 0
+    /// The stall's first report, rewritten with the final duration when the stall ends.
+    var firstReport: StallReport?
+    /// Every sample of the current stall (the newest ``maxStallSamples``), for the final report.
+    var stallSamples: [CapturedStack] = []
+    static let maxStallSamples = 600
     /// The thread a sampling ring could not be started for (logged once).
     var unsampledThread: ThreadID?
 
@@ -24,10 +29,16 @@ final class LoopMonitor {
         self.filter = StallFilter(configuration: configuration)
     }
 
+    /// Which samples belong to the loop's work (all, unless set: a pool thread's job).
+    var accepts: ((CapturedStack) -> Bool)?
+
     /// Keeps only the newest samples: the ring of period / interval samples.
     func append(_ new: [CapturedStack], capacity: Int) {
+        let new = accepts.map { new.filter($0) } ?? new
         samples.append(contentsOf: new)
         if samples.count > capacity { samples.removeFirst(samples.count - capacity) }
+        stallSamples.append(contentsOf: new)
+        if stallSamples.count > Self.maxStallSamples { stallSamples.removeFirst(stallSamples.count - Self.maxStallSamples) }
     }
 
     func stopSampling() {
@@ -45,5 +56,7 @@ final class LoopMonitor {
         stallThread = nil
         reportedSignatures.removeAll()
         followUps = 0
+        firstReport = nil
+        stallSamples.removeAll()
     }
 }

@@ -29,7 +29,7 @@ public final class Watchdog: Sendable {
 
     private let continuation: AsyncStream<WatchdogEvent>.Continuation
     private let sampler: StackSampler
-    private let store: ReportStore?
+    private let writer: ReportWriter?
     private let logger: Logger
     private let handler: (@Sendable (WatchdogEvent) -> Void)?
     // The loops, with a version so the watchdog thread copies the list only when it changed.
@@ -49,7 +49,8 @@ public final class Watchdog: Sendable {
     ///   - sampler: the stack sampler (created with defaults when `nil`).
     ///   - reportDirectory: where JSON reports go (bounded, 0600 files); `nil` keeps them in events only.
     ///   - logger: swift-log logger for stall warnings and errors.
-    ///   - onEvent: called on the watchdog thread for every event, besides ``events``. Keep it short.
+    ///   - onEvent: called for every event, besides ``events``: on the watchdog thread, or for a
+    ///     report that could not be written, on the report writer's queue. Keep it short.
     public init(configuration: WatchdogConfiguration = WatchdogConfiguration(),
                 sampler: StackSampler? = nil,
                 reportDirectory: String? = nil,
@@ -57,10 +58,16 @@ public final class Watchdog: Sendable {
                 onEvent: (@Sendable (WatchdogEvent) -> Void)? = nil) throws {
         self.configuration = try configuration.validated()
         self.sampler = try sampler ?? StackSampler()
-        self.store = reportDirectory.map { ReportStore(directory: $0) }
         self.logger = logger
         self.handler = onEvent
-        (events, continuation) = AsyncStream.makeStream(of: WatchdogEvent.self, bufferingPolicy: .bufferingNewest(1000))
+        let (events, continuation) = AsyncStream.makeStream(of: WatchdogEvent.self, bufferingPolicy: .bufferingNewest(1000))
+        (self.events, self.continuation) = (events, continuation)
+        self.writer = reportDirectory.map { directory in
+            ReportWriter(store: ReportStore(directory: directory), logger: logger) { [continuation, onEvent] message in
+                continuation.yield(.error(message))
+                onEvent?(.error(message))
+            }
+        }
     }
 
     deinit {
@@ -127,7 +134,8 @@ public final class Watchdog: Sendable {
     }
 
     /// Stops the watchdog and joins its thread (within one round's work; it never waits out a
-    /// period). Idempotent; samplers' timers are deleted.
+    /// period), then waits up to 5 s for queued reports to reach the disk (stalls in progress get
+    /// their final duration). Idempotent; samplers' timers are deleted.
     public func stop() {
         let thread: pthread_t? = control.withLock { c in
             guard c.running else { return nil }
@@ -141,12 +149,14 @@ public final class Watchdog: Sendable {
             pthread_detach(thread) // stopped from an event handler: the thread ends on its own
         } else {
             pthread_join(thread, nil)
+            writer?.flush()
         }
     }
 
     private func threadMain() {
         _ = sw_thread_set_name("stallwatch")
-        let engine = WatchdogEngine(configuration: configuration, sampler: sampler, store: store, logger: logger) {
+        WatchdogPriority.raise(logger: logger)
+        let engine = WatchdogEngine(configuration: configuration, sampler: sampler, writer: writer, logger: logger) {
             [continuation, handler] event in
             continuation.yield(event)
             handler?(event)

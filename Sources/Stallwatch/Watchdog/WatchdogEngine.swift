@@ -9,11 +9,21 @@ final class WatchdogEngine {
     let configuration: WatchdogConfiguration
     let sampler: StackSampler
     let builder: ReportBuilder
-    let store: ReportStore?
+    let writer: ReportWriter?
     let logger: Logger
     let emit: (WatchdogEvent) -> Void
     private var monitors: [ObjectIdentifier: LoopMonitor] = [:]
+    private var userSources: [LoopSource] = []
+    private let poolWatcher: PoolJobWatcher?
+    private var nextPoolScan: MonotonicInstant?
     private var previousRoundAt: MonotonicInstant?
+    /// The watchdog's own scheduling: when it planned to wake, and its thread's CPU and run-queue
+    /// wait when it began waiting. The evidence that tells a stopped process from a late watchdog.
+    private var plannedWake: MonotonicInstant?
+    private var ownAtWait: (cpu: Duration, runQueueWait: Duration?)?
+    private let suspensionJudge = SuspensionJudge()
+    /// How late this round started (zero when on time), stated in its reports.
+    private var lateness: Duration = .zero
     private var cpuPolicy: CPUPolicy
     private var lastProcessCPU: Duration?
     private var lastCPUAt: MonotonicInstant?
@@ -21,37 +31,69 @@ final class WatchdogEngine {
     private var reportCounter = 0
     let ownThread = ThreadID.current
 
-    init(configuration: WatchdogConfiguration, sampler: StackSampler, store: ReportStore?, logger: Logger,
+    init(configuration: WatchdogConfiguration, sampler: StackSampler, writer: ReportWriter?, logger: Logger,
          emit: @escaping (WatchdogEvent) -> Void) {
         self.configuration = configuration
         self.sampler = sampler
         self.builder = ReportBuilder(configuration: configuration, symbolizer: .shared, sampler: sampler)
-        self.store = store
+        self.writer = writer
         self.logger = logger
         self.emit = emit
         self.cpuPolicy = CPUPolicy(settings: configuration.cpu)
+        if configuration.watchPoolJobs {
+            let watcher = PoolJobWatcher(sampler: sampler, symbolizer: .shared)
+            if watcher.isAvailable {
+                poolWatcher = watcher
+            } else {
+                poolWatcher = nil
+                logger.warning("swift_job_run not found: cooperative pool jobs are not watched")
+            }
+        } else {
+            poolWatcher = nil
+        }
     }
 
     /// Brings the monitor set in line with the registered loops.
     func sync(_ sources: [LoopSource]) {
+        userSources = sources
+        syncMonitors()
+    }
+
+    /// User loops plus one heartbeat loop per pool thread the pool watcher knows.
+    private func syncMonitors() {
+        let sources = userSources + (poolWatcher?.probes.map(LoopSource.heartbeat) ?? [])
         let ids = Set(sources.map(\.identity))
         for (id, m) in monitors where !ids.contains(id) {
+            finishStall(m, now: MonotonicClock.now())
             m.forgetStall()
             monitors[id] = nil
         }
+        let poolIDs = Set(poolWatcher?.probes.map { ObjectIdentifier($0) } ?? [])
         for s in sources where monitors[s.identity] == nil {
-            monitors[s.identity] = LoopMonitor(source: s, configuration: configuration)
+            let monitor = LoopMonitor(source: s, configuration: configuration)
+            if let poolWatcher, poolIDs.contains(s.identity) {
+                monitor.accepts = { [unowned poolWatcher] in poolWatcher.isInJob($0) }
+            }
+            monitors[s.identity] = monitor
         }
     }
 
     /// Runs one round. Returns when the next round should run.
     func round() -> MonotonicInstant {
         let now = MonotonicClock.now()
+        let stopped = judgeSuspension(now: now)
         var next = now + configuration.checkPeriod
+        if let poolWatcher {
+            if poolWatcher.anyInJob || nextPoolScan.map({ now >= $0 }) ?? true {
+                if poolWatcher.scan(now: now) { syncMonitors() }
+                nextPoolScan = now + configuration.poolScanPeriod
+            }
+            if let scan = nextPoolScan, scan < next { next = scan }
+        }
         var anyActive = false
         for m in monitors.values {
             if case .ping(let p) = m.source { p.pingIfIdle() }
-            step(m, now: now)
+            step(m, now: now, stoppedFor: stopped)
             // Wake exactly when a busy loop becomes suspect (to start sampling: the report needs
             // samples from before the threshold) and when it crosses the threshold, not up to a
             // period later.
@@ -73,22 +115,62 @@ final class WatchdogEngine {
             // Nothing is busy: a loop that turns busy right after this round is seen by the next one
             // within 0.9 × threshold, and then woken for exactly at its threshold, so polling faster
             // than that only costs wake-ups (about 100 µs of CPU each on a VM).
-            let idlePoll = now + max(configuration.checkPeriod, configuration.threshold * 0.9)
+            var idlePoll = now + max(configuration.checkPeriod, configuration.threshold * 0.9)
+            if let scan = nextPoolScan, scan < idlePoll { idlePoll = scan }
             if idlePoll > next { next = idlePoll }
         }
+        plannedWake = next
+        let own = ownThreadFigures()
+        ownAtWait = own
         return next
     }
 
     func shutdown() {
-        for m in monitors.values { m.forgetStall() }
+        let now = MonotonicClock.now()
+        for m in monitors.values {
+            finishStall(m, now: now)
+            m.forgetStall()
+        }
         monitors.removeAll()
+    }
+
+    // MARK: - suspension
+
+    private func ownThreadFigures() -> (cpu: Duration, runQueueWait: Duration?) {
+        let cpu = (try? ThreadCPUClock(ownThread).elapsed()) ?? .zero
+        return (cpu, try? ThreadInfo.schedStat(ownThread).waitTime)
+    }
+
+    /// How long the process was stopped while the watchdog waited (see ``SuspensionJudge``); also
+    /// records and logs the watchdog's own lateness. `nil` when there is no evidence.
+    private func judgeSuspension(now: MonotonicInstant) -> Duration? {
+        guard let planned = plannedWake, let before = ownAtWait else {
+            lateness = .zero
+            return .zero
+        }
+        let late = now > planned ? now - planned : .zero
+        let after = ownThreadFigures()
+        var waitDelta: Duration?
+        if let a = after.runQueueWait, let b = before.runQueueWait { waitDelta = a - b }
+        let stopped = suspensionJudge.stoppedTime(lateness: late, runQueueWait: waitDelta, cpuTime: after.cpu - before.cpu)
+        lateness = late - (stopped ?? .zero)
+        if let stopped, stopped > .zero {
+            logger.info("process was stopped; stopped time is not counted as busy", metadata: [
+                "stopped": "\(stopped)", "late": "\(late)"])
+        }
+        if lateness > configuration.threshold / 10 {
+            logger.warning("watchdog woke late", metadata: [
+                "late": "\(lateness)", "runQueueWait": "\(waitDelta.map { "\($0)" } ?? "unknown")"])
+        }
+        return stopped
     }
 
     // MARK: - one loop
 
-    private func step(_ m: LoopMonitor, now: MonotonicInstant) {
+    private func step(_ m: LoopMonitor, now: MonotonicInstant, stoppedFor: Duration?) {
         let busySince = m.source.busySince
-        let observation = m.detector.evaluate(busySince: busySince, now: now, previousRoundAt: previousRoundAt)
+        let observation = m.detector.evaluate(busySince: busySince, now: now, previousRoundAt: previousRoundAt,
+                                              stoppedFor: stoppedFor)
         let thread = m.source.thread
         switch observation {
         case .idle:
@@ -111,14 +193,12 @@ final class WatchdogEngine {
             m.stallRound = round
             considerReport(m, since: since, elapsed: elapsed, now: now)
         case .ended(let duration):
-            if m.reportedThisStall {
-                emit(.stallEnded(loop: m.source.name, thread: m.stallThread, duration: duration))
-                logger.info("stall ended", metadata: ["loop": "\(m.source.name)", "duration": "\(duration)"])
-            }
+            finishStall(m, duration: duration)
             m.filter.stallEnded()
             m.forgetStall()
         case .resumedAfterSuspension:
             logger.debug("process was stopped; busy stamps re-based", metadata: ["loop": "\(m.source.name)"])
+            finishStall(m, now: now)
             m.filter.stallEnded()
             m.forgetStall()
         }
@@ -179,26 +259,22 @@ final class WatchdogEngine {
             }
             return
         }
-        let threads = (try? ThreadList.current()) ?? []
-        let cutoff = ThreadCountPolicy(cutoff: configuration.threadCountCutoff).evaluate(threadCount: threads.count)
-        let gathered = StallEvidence.gather(thread: thread, baseline: m.baseline, now: now, threadCount: threads.count)
+        let facts = roundFacts(now: now)
+        let gathered = StallEvidence.gather(thread: thread, baseline: m.baseline, now: now, threadCount: facts.threads.count)
         let cause = CauseClassifier(configuration: configuration).classify(gathered.evidence)
-        var others: [ThreadStack]?
-        if case .walkAllThreads = cutoff {
-            others = builder.otherThreads(except: [thread, ownThread], threads: threads)
-        }
-        let process = try? ProcessStats.current()
+        let process = facts.process
         let processCPUPercent: Double = {
             guard let last = lastProcessCPU, let at = lastCPUAt, let cpu = process?.cpuTime, now > at else { return 0 }
             return (cpu - last) / (now - at) * 100
         }()
         reportCounter += 1
+        let identity = builder.identity(thread, info: gathered.info)
         let report = StallReport(
             kind: .stall,
             id: "\(getpid())-\(reportCounter)",
             cause: cause,
             loopName: m.source.name,
-            thread: builder.identity(thread, info: gathered.info),
+            thread: identity,
             startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: since),
             duration: elapsed,
             durationIsFinal: false,
@@ -206,32 +282,82 @@ final class WatchdogEngine {
             sampleCount: tree.sampleCount,
             blamedStack: ReportFrame.blamedStack(of: tree, describe: builder.describe),
             callTree: ReportCallTreeNode.forest(of: tree, describe: builder.describe),
-            otherThreads: others,
-            threadCount: threads.count,
-            threadCPU: [ThreadCPUUsage(thread: builder.identity(thread, info: gathered.info),
+            otherThreads: facts.otherThreads?.filter { $0.thread.id != thread.rawValue },
+            threadCount: facts.threads.count,
+            threadCPU: [ThreadCPUUsage(thread: identity,
                                        cpuPercent: gathered.evidence.wallDelta > .zero
                                            ? gathered.evidence.cpuTimeDelta / gathered.evidence.wallDelta * 100 : 0)],
             process: process.map { ProcessFacts(cpuPercent: processCPUPercent, residentBytes: $0.residentBytes,
                                                 cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) },
-            numa: ReportBuilder.numaFacts(stalledThread: gathered.info),
+            numa: facts.numa(gathered.info),
             configuration: configuration,
             counters: counters
         )
-        if m.reportedThisStall { m.followUps += 1 }
+        if m.reportedThisStall {
+            m.followUps += 1
+        } else {
+            m.firstReport = report
+        }
         m.reportedThisStall = true
         m.reportedSignatures.append(signature)
         deliver(report)
     }
 
-    private func deliver(_ report: StallReport) {
-        if let store {
-            do {
-                _ = try store.write(report)
-            } catch {
-                logger.error("cannot write stall report", metadata: ["error": "\(error)"])
-                emit(.error("cannot write stall report \(report.id): \(error)"))
-            }
+    /// Facts shared by every report of one round, gathered once: with many loops stalled at once,
+    /// walking every thread per report would delay the detection of the rest.
+    private struct RoundFacts {
+        var at: MonotonicInstant
+        var threads: [ThreadID]
+        var otherThreads: [ThreadStack]?
+        var process: ProcessStats?
+        var topology: [StallwatchPolicy.NUMANode]
+
+        func numa(_ stalled: ThreadInfo?) -> NUMAFacts {
+            NUMAFacts(nodes: topology, stalledThreadNode: stalled?.numaNode)
         }
+    }
+
+    private var cachedRoundFacts: RoundFacts?
+
+    private func roundFacts(now: MonotonicInstant) -> RoundFacts {
+        if let cached = cachedRoundFacts, cached.at == now { return cached }
+        let threads = (try? ThreadList.current()) ?? []
+        var others: [ThreadStack]?
+        if case .walkAllThreads = ThreadCountPolicy(cutoff: configuration.threadCountCutoff).evaluate(threadCount: threads.count) {
+            others = builder.otherThreads(except: [ownThread], threads: threads)
+        }
+        let facts = RoundFacts(at: now, threads: threads, otherThreads: others, process: try? ProcessStats.current(),
+                               topology: ReportBuilder.numaFacts(stalledThread: nil).nodes)
+        cachedRoundFacts = facts
+        return facts
+    }
+
+    /// Closes a stall: announces its end and rewrites its first report with the final duration and
+    /// the call tree of every sample taken during the stall.
+    private func finishStall(_ m: LoopMonitor, duration: Duration) {
+        guard m.reportedThisStall else { return }
+        emit(.stallEnded(loop: m.source.name, thread: m.stallThread, duration: duration))
+        logger.info("stall ended", metadata: ["loop": "\(m.source.name)", "duration": "\(duration)"])
+        guard var report = m.firstReport else { return }
+        let tree = CallTree(samples: m.stallSamples.map(builder.stackSample))
+        report.durationNanoseconds = duration.clampedNanoseconds
+        report.durationIsFinal = true
+        if tree.sampleCount > 0 {
+            report.sampleCount = tree.sampleCount
+            report.blamedStack = ReportFrame.blamedStack(of: tree, describe: builder.describe)
+            report.callTree = ReportCallTreeNode.forest(of: tree, describe: builder.describe)
+        }
+        writer?.submit(report)
+    }
+
+    /// Closes a stall cut short (the loop was unregistered, the watchdog stopped).
+    private func finishStall(_ m: LoopMonitor, now: MonotonicInstant) {
+        guard m.reportedThisStall, let since = m.stallSince else { return }
+        finishStall(m, duration: now > since ? now - since : .zero)
+    }
+
+    private func deliver(_ report: StallReport) {
+        writer?.submit(report)
         let top = report.blamedStack.first?.symbol ?? report.blamedStack.first.map { "\($0.address)" } ?? "?"
         if report.kind == .stall {
             logger.warning("stall", metadata: [

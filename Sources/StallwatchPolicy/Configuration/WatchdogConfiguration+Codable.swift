@@ -7,6 +7,7 @@ extension WatchdogConfiguration: Codable {
         case thresholdNanoseconds, checkPeriodNanoseconds, sampleIntervalNanoseconds
         case ringCapacity, maxFrames, threadCountCutoff, suspensionLimitNanoseconds
         case reportCapPerWindow, reportWindowNanoseconds, sampleContinuously, suspicionFraction, cpu
+        case watchPoolJobs, poolScanPeriodNanoseconds
     }
 
     /// Decodes, filling absent fields with defaults (derived ones from the decoded threshold).
@@ -28,7 +29,9 @@ extension WatchdogConfiguration: Codable {
             reportWindow: try duration(.reportWindowNanoseconds) ?? defaults.reportWindow,
             sampleContinuously: try c.decodeIfPresent(Bool.self, forKey: .sampleContinuously) ?? defaults.sampleContinuously,
             suspicionFraction: try c.decodeIfPresent(Double.self, forKey: .suspicionFraction) ?? defaults.suspicionFraction,
-            cpu: try c.decodeIfPresent(CPUConfiguration.self, forKey: .cpu) ?? defaults.cpu
+            cpu: try c.decodeIfPresent(CPUConfiguration.self, forKey: .cpu) ?? defaults.cpu,
+            watchPoolJobs: try c.decodeIfPresent(Bool.self, forKey: .watchPoolJobs) ?? defaults.watchPoolJobs,
+            poolScanPeriod: try duration(.poolScanPeriodNanoseconds)
         )
     }
 
@@ -47,6 +50,8 @@ extension WatchdogConfiguration: Codable {
         try c.encode(sampleContinuously, forKey: .sampleContinuously)
         try c.encode(suspicionFraction, forKey: .suspicionFraction)
         try c.encode(cpu, forKey: .cpu)
+        try c.encode(watchPoolJobs, forKey: .watchPoolJobs)
+        try c.encode(poolScanPeriod.clampedNanoseconds, forKey: .poolScanPeriodNanoseconds)
     }
 }
 

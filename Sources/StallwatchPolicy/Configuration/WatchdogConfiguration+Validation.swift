@@ -10,6 +10,12 @@ extension WatchdogConfiguration {
         try Self.requirePositive("sampleInterval", sampleInterval)
         try Self.requirePositive("suspensionLimit", suspensionLimit)
         try Self.requirePositive("reportWindow", reportWindow)
+        try Self.requirePositive("poolScanPeriod", poolScanPeriod)
+        if poolScanPeriod > threshold {
+            throw ConfigurationError(
+                field: "poolScanPeriod", value: "\(poolScanPeriod)",
+                requirement: "must not exceed threshold (\(threshold))")
+        }
         if checkPeriod > threshold {
             // A check period longer than the threshold would report stalls late by design.
             throw ConfigurationError(

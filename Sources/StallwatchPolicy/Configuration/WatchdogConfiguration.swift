@@ -29,6 +29,13 @@ public struct WatchdogConfiguration: Sendable, Equatable {
     public var suspicionFraction: Double
     /// CPU-usage policy settings.
     public var cpu: CPUConfiguration
+    /// Watch every Swift concurrency pool thread one job at a time (true): a job that holds its
+    /// thread past the threshold is reported under the loop name `cooperative-pool-job`, even
+    /// while the rest of the pool still answers pings.
+    public var watchPoolJobs: Bool
+    /// How often pool threads are scanned for long jobs (threshold / 4): a pool-job stall is
+    /// reported at most this much after the threshold.
+    public var poolScanPeriod: Duration
 
     /// Creates a configuration. `checkPeriod` defaults to `threshold / 2` and `ringCapacity` to
     /// `checkPeriod / sampleInterval` (at least 1), so changing the threshold alone stays coherent.
@@ -44,7 +51,9 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         reportWindow: Duration = .seconds(24 * 60 * 60),
         sampleContinuously: Bool = false,
         suspicionFraction: Double = 0.5,
-        cpu: CPUConfiguration = CPUConfiguration()
+        cpu: CPUConfiguration = CPUConfiguration(),
+        watchPoolJobs: Bool = true,
+        poolScanPeriod: Duration? = nil
     ) {
         let period = checkPeriod ?? threshold / 2
         self.threshold = threshold
@@ -59,6 +68,8 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         self.sampleContinuously = sampleContinuously
         self.suspicionFraction = suspicionFraction
         self.cpu = cpu
+        self.watchPoolJobs = watchPoolJobs
+        self.poolScanPeriod = poolScanPeriod ?? threshold / 4
     }
 
     /// One check period's worth of samples; guarded so a nonsense interval cannot trap here

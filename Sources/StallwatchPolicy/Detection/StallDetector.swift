@@ -37,15 +37,23 @@ public struct StallDetector: Sendable {
     ///   - busySince: the probe's busy stamp, `nil` when the loop is idle.
     ///   - now: this round's instant.
     ///   - previousRoundAt: the previous round's instant, `nil` on the first round.
+    ///   - stoppedFor: how long the process was stopped (SIGSTOP, a debugger) since the previous
+    ///     round, as judged from evidence by the caller; that time is not counted as busy time.
+    ///     `nil` when there is no evidence: then a gap longer than ``suspensionLimit`` is taken as a
+    ///     stop and the busy period is re-based to `now`.
     /// - Returns: one observation. When a reported stall ends and a new busy period has already
     ///   begun, this round returns ``StallObservation/ended(duration:)`` and the new period is
     ///   judged from the next round on.
     public mutating func evaluate(
         busySince: MonotonicInstant?,
         now: MonotonicInstant,
-        previousRoundAt: MonotonicInstant?
+        previousRoundAt: MonotonicInstant?,
+        stoppedFor: Duration? = nil
     ) -> StallObservation {
-        if let previous = previousRoundAt, now - previous > suspensionLimit {
+        var shift: Duration = .zero
+        if let stopped = stoppedFor {
+            shift = max(stopped, .zero)
+        } else if let previous = previousRoundAt, now - previous > suspensionLimit {
             // Time spent stopped is not time spent stalled; matrix resets the stamp the same way.
             tracked = busySince.map { Tracked(probeStamp: $0, measuredFrom: now, stalledRounds: 0) }
             return .resumedAfterSuspension
@@ -53,7 +61,7 @@ public struct StallDetector: Sendable {
         guard let stamp = busySince else {
             defer { tracked = nil }
             if let current = tracked, current.stalledRounds > 0 {
-                return .ended(duration: nonNegative(now - current.measuredFrom))
+                return .ended(duration: nonNegative(now - shifted(current.measuredFrom, by: shift, now: now)))
             }
             return .idle
         }
@@ -65,6 +73,7 @@ public struct StallDetector: Sendable {
             }
         }
         var current = tracked ?? Tracked(probeStamp: stamp, measuredFrom: stamp, stalledRounds: 0)
+        current.measuredFrom = shifted(current.measuredFrom, by: shift, now: now)
         // A stamp slightly after `now` is a benign race with the probe, not negative busy time.
         let elapsed = nonNegative(now - current.measuredFrom)
         defer { tracked = current }
@@ -81,6 +90,12 @@ public struct StallDetector: Sendable {
     /// Forgets any busy period, e.g. when the loop is unregistered and registered again.
     public mutating func reset() {
         tracked = nil
+    }
+
+    /// A start moved later by the time the process was stopped, never past `now`.
+    private func shifted(_ start: MonotonicInstant, by shift: Duration, now: MonotonicInstant) -> MonotonicInstant {
+        guard shift > .zero else { return start }
+        return min(start + shift, now)
     }
 
     private func nonNegative(_ duration: Duration) -> Duration {

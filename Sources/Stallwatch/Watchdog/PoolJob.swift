@@ -1,0 +1,49 @@
+import CSampler
+
+/// Which job a Swift concurrency pool thread is running, told from its stack alone.
+///
+/// Every job on the cooperative pool runs under the runtime's `swift_job_run`; what the job itself
+/// runs sits just inside that frame. A job is identified by the function it entered from
+/// `swift_job_run` (the task's partial function: the async handler's own code) and the return
+/// addresses from `swift_job_run` outwards. The same identity seen in two scans means the thread
+/// has not left that job in between, unless two jobs of the same function ran back to back with no
+/// scan seeing the thread elsewhere — a limit of watching from outside without runtime hooks.
+struct PoolJob: Hashable {
+    /// Entry of the job's first function (the partial function `swift_job_run` called).
+    var rootFunction: UInt
+    /// Return addresses from `swift_job_run` to the thread's outermost frame.
+    var outerFrames: [UInt]
+}
+
+/// Finds `swift_job_run` in stacks.
+struct SwiftJobFrames {
+    private let start: UInt
+    private let end: UInt
+
+    /// `nil` when the concurrency runtime is not loaded or its symbol has no size.
+    init?() {
+        var start: UInt64 = 0
+        var size: UInt64 = 0
+        guard sw_symbol_range("swift_job_run", &start, &size) != 0 else { return nil }
+        self.start = UInt(start)
+        self.end = UInt(start + size)
+    }
+
+    /// Whether a stack passes through `swift_job_run`: the thread was running a job.
+    func contains(_ stack: CapturedStack) -> Bool {
+        stack.frames.dropFirst().contains { $0 > start && $0 <= end }
+    }
+
+    /// The job a stack is inside of, or `nil` when it is in no job (an idle or draining worker).
+    /// - Parameter functionStart: maps a return address to the entry of the function holding it.
+    func job(in stack: CapturedStack, functionStart: (UInt) -> UInt) -> PoolJob? {
+        let frames = stack.frames
+        // Return addresses point just past their call: inside (start, end].
+        guard let i = frames.indices.dropFirst().first(where: { frames[$0] > start && frames[$0] <= end }) else {
+            return nil
+        }
+        // frames[i - 1] returns into the runtime's job runner; the frame inside it is the job's own.
+        let inner = i >= 2 ? functionStart(frames[i - 2] &- 1) : functionStart(frames[0])
+        return PoolJob(rootFunction: inner, outerFrames: Array(frames[i...]))
+    }
+}

@@ -1,0 +1,153 @@
+import CSampler
+import Glibc
+import StallwatchPolicy
+
+/// Watches the Swift concurrency pool one job at a time, from outside: a job that holds its pool
+/// thread past the threshold is a stall of that thread, even while the rest of the pool still
+/// answers the pool's ping (Hummingbird 2 and Vapor run route handlers as such jobs).
+///
+/// Each scan looks at every libdispatch worker thread:
+/// - blocked in a system call: its stack is recovered from the kernel-reported SP/PC (no signal);
+///   the scan is skipped while the thread has not run since the previous scan (same syscall,
+///   SP, PC, argument and scheduler timeslice count);
+/// - running: only a thread that burned most of the interval on the CPU is sampled, by signal;
+///   one that ran briefly keeps what the previous scan concluded.
+/// A thread inside `swift_job_run` runs a job (``PoolJob``); the first scan that sees a job marks
+/// its thread's probe busy from that instant, so a report is never early and at most one scan
+/// period late. Runs on the watchdog thread only.
+final class PoolJobWatcher {
+    /// The loop name pool-job stalls are reported under.
+    static let loopName = "cooperative-pool-job"
+
+    private final class PoolThread {
+        let probe = HeartbeatProbe(name: PoolJobWatcher.loopName)
+        var job: PoolJob?
+        var blockedAt: (call: sw_thread_syscall_t, timeslices: UInt64)?
+        var cpu: (time: Duration, at: MonotonicInstant)?
+    }
+
+    private let sampler: StackSampler
+    private let symbolizer: Symbolizer
+    private let frames: SwiftJobFrames?
+    private var threads: [ThreadID: PoolThread] = [:]
+    /// Threads known not to be libdispatch workers, with the scan count at which to look again
+    /// (a thread may be renamed after it was first listed).
+    private var others: [ThreadID: Int] = [:]
+    private var scans = 0
+
+    init(sampler: StackSampler, symbolizer: Symbolizer) {
+        self.sampler = sampler
+        self.symbolizer = symbolizer
+        self.frames = SwiftJobFrames()
+    }
+
+    /// Whether the concurrency runtime's job runner was found (without it nothing is watched).
+    var isAvailable: Bool { frames != nil }
+
+    /// Whether a stack was taken inside a job: samples of a pool thread taken after its job ended
+    /// (before the next scan noticed) must not be blamed on the job.
+    func isInJob(_ stack: CapturedStack) -> Bool {
+        frames?.contains(stack) ?? false
+    }
+
+    /// Whether any pool thread is in a job now: then every round scans, so a job's end is seen at once.
+    var anyInJob: Bool { threads.values.contains { $0.job != nil } }
+
+    /// The probes of the pool threads now known, one per thread.
+    var probes: [HeartbeatProbe] { threads.values.map(\.probe) }
+
+    /// Scans the pool threads once. Returns whether the set of threads changed.
+    func scan(now: MonotonicInstant) -> Bool {
+        guard let frames, let tids = try? ThreadList.current() else { return false }
+        scans += 1
+        var changed = false
+        let live = Set(tids)
+        for tid in threads.keys where !live.contains(tid) {
+            threads[tid] = nil
+            changed = true
+        }
+        for tid in others.keys where !live.contains(tid) { others[tid] = nil }
+        let own = ThreadID.current
+        for tid in tids where tid != own {
+            let thread: PoolThread
+            if let known = threads[tid] {
+                thread = known
+            } else {
+                if let retry = others[tid], retry > scans { continue }
+                guard Self.isDispatchWorker(tid) else {
+                    others[tid] = scans + 16
+                    continue
+                }
+                others[tid] = nil
+                thread = PoolThread()
+                threads[tid] = thread
+                changed = true
+            }
+            observe(thread, tid: tid, now: now, frames: frames)
+        }
+        return changed
+    }
+
+    private func observe(_ thread: PoolThread, tid: ThreadID, now: MonotonicInstant, frames: SwiftJobFrames) {
+        var call = sw_thread_syscall_t()
+        guard sw_thread_syscall(tid.rawValue, &call) == 0 else { return }
+        let job: PoolJob??  // nil: no new evidence, keep the previous conclusion
+        if call.nr >= 0 {
+            var run: UInt64 = 0, wait: UInt64 = 0, slices: UInt64 = 0
+            _ = sw_thread_schedstat(tid.rawValue, &run, &wait, &slices)
+            if let before = thread.blockedAt, Self.sameWait(before.call, call), before.timeslices == slices {
+                job = nil // it has not run since: the same wait in the same job (or the same idle wait)
+            } else {
+                thread.blockedAt = (call, slices)
+                job = (try? sampler.captureBlockedStack(of: tid)).flatMap { identify($0, frames) }
+            }
+            thread.cpu = nil
+        } else if call.nr == -2 {
+            thread.blockedAt = nil
+            let cpuNow = try? ThreadCPUClock(tid).elapsed()
+            defer { thread.cpu = cpuNow.map { ($0, now) } }
+            if let cpuNow, let before = thread.cpu, now > before.at,
+               (cpuNow - before.time) / (now - before.at) >= 0.5 {
+                // Busy on the CPU for most of the interval: worth a signal to see which job.
+                job = (try? sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(20)))
+                    .flatMap { identify($0, frames) }
+            } else {
+                job = nil
+            }
+        } else {
+            job = nil // blocked outside a system call (a page fault): nothing to conclude
+        }
+        guard let job else { return }
+        if let job {
+            if job != thread.job { thread.probe.markBusy(since: now, thread: tid) }
+        } else {
+            thread.probe.idle()
+        }
+        thread.job = job
+    }
+
+    /// The job a stack shows; `.some(nil)` when it shows the thread outside any job, `nil` when it
+    /// says nothing (a walk cut short before reaching `swift_job_run` proves no job boundary).
+    private func identify(_ stack: CapturedStack, _ frames: SwiftJobFrames) -> PoolJob?? {
+        let job = frames.job(in: stack) { address in
+            symbolizer.symbolize(address).functionAddress ?? address
+        }
+        if job == nil && stack.truncated { return nil }
+        return .some(job)
+    }
+
+    private static func sameWait(_ a: sw_thread_syscall_t, _ b: sw_thread_syscall_t) -> Bool {
+        a.nr == b.nr && a.sp == b.sp && a.pc == b.pc && a.args.0 == b.args.0
+    }
+
+    /// libdispatch names its worker threads after their root queue (`com.apple.root.default-qos`,
+    /// cut by the kernel to the last 15 bytes, e.g. `oot.default-qos`).
+    private static func isDispatchWorker(_ tid: ThreadID) -> Bool {
+        var stat = sw_thread_stat_t()
+        guard sw_thread_stat(tid.rawValue, &stat) == 0 else { return false }
+        let name = withUnsafeBytes(of: stat.name) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+        return name.hasSuffix("-qos") || name.contains("-qos.")
+    }
+}
