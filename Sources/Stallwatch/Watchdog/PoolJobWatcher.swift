@@ -24,6 +24,10 @@ final class PoolJobWatcher {
         var job: PoolJob?
         var blockedAt: (call: sw_thread_syscall_t, timeslices: UInt64)?
         var cpu: (time: Duration, at: MonotonicInstant)?
+        /// Where this worker waits outside any job (for work, or for a timer): the same syscall,
+        /// SP, PC and first argument every time, and no job ever waits at that very SP and PC.
+        /// Known, so an idle worker costs one /proc read per scan, not a stack scan.
+        var idleWaits: [sw_thread_syscall_t] = []
     }
 
     private let sampler: StackSampler
@@ -92,14 +96,20 @@ final class PoolJobWatcher {
         var call = sw_thread_syscall_t()
         guard sw_thread_syscall(tid.rawValue, &call) == 0 else { return }
         let job: PoolJob??  // nil: no new evidence, keep the previous conclusion
-        if call.nr >= 0 {
+        if call.nr >= 0, thread.idleWaits.contains(where: { Self.sameWait($0, call) }) {
+            thread.blockedAt = nil
+            thread.cpu = nil
+            job = .some(nil)
+        } else if call.nr >= 0 {
             var run: UInt64 = 0, wait: UInt64 = 0, slices: UInt64 = 0
             _ = sw_thread_schedstat(tid.rawValue, &run, &wait, &slices)
             if let before = thread.blockedAt, Self.sameWait(before.call, call), before.timeslices == slices {
                 job = nil // it has not run since: the same wait in the same job (or the same idle wait)
             } else {
                 thread.blockedAt = (call, slices)
-                job = (try? sampler.captureBlockedStack(of: tid)).flatMap { identify($0, frames) }
+                let stack = try? sampler.captureBlockedStack(of: tid)
+                job = stack.flatMap { identify($0, frames) }
+                if stack != nil, case .some(.none) = job, thread.idleWaits.count < 4 { thread.idleWaits.append(call) }
             }
             thread.cpu = nil
         } else if call.nr == -2 {
@@ -140,14 +150,15 @@ final class PoolJobWatcher {
         a.nr == b.nr && a.sp == b.sp && a.pc == b.pc && a.args.0 == b.args.0
     }
 
-    /// libdispatch names its worker threads after their root queue (`com.apple.root.default-qos`,
-    /// cut by the kernel to the last 15 bytes, e.g. `oot.default-qos`).
+    /// The cooperative pool's threads are libdispatch workers of a non-overcommit root queue, named
+    /// after it (`com.apple.root.default-qos`, cut to its last 15 bytes: `oot.default-qos`).
+    /// Overcommit workers (`-qos.overcommit`: serial queues, the dispatch manager) run no pool jobs.
     private static func isDispatchWorker(_ tid: ThreadID) -> Bool {
         var stat = sw_thread_stat_t()
         guard sw_thread_stat(tid.rawValue, &stat) == 0 else { return false }
         let name = withUnsafeBytes(of: stat.name) { raw in
             String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
         }
-        return name.hasSuffix("-qos") || name.contains("-qos.")
+        return name.hasSuffix("-qos")
     }
 }
