@@ -76,6 +76,22 @@ int sw_sampler_install(int signo, int allow_chain);
 /// The signal installed, or 0.
 int sw_sampler_signal(void);
 
+/// Who handles the sampling signal now (sw_sampler_handler_state).
+enum {
+    SW_HANDLER_NOT_INSTALLED = 0, ///< sw_sampler_install has not succeeded
+    SW_HANDLER_OURS = 1,          ///< our handler: sampling works
+    SW_HANDLER_REPLACED = 2,      ///< another handler took the signal over: our requests and ticks go to it
+    SW_HANDLER_DEFAULT = 3,       ///< reset to the default action: a tick or request would kill the process
+    SW_HANDLER_IGNORED = 4,       ///< set to SIG_IGN: requests and ticks are lost
+};
+
+/// Reads the signal's current disposition (one sigaction call) and says whether it is still ours.
+/// Returns an SW_HANDLER_* value or -errno.
+int sw_sampler_handler_state(void);
+
+/// Installs our handler again after somebody replaced it, chaining to theirs. Returns 0 or an error.
+int sw_sampler_reclaim(void);
+
 /// Re-reads /proc/self/maps (thread stacks, executable ranges). Call when threads or libraries change;
 /// sw_capture does it by itself when a target's stack pointer falls outside every known stack.
 int sw_maps_refresh(void);

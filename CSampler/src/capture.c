@@ -20,7 +20,6 @@
 
 #define SW_SLOTS 512
 #define SW_COPY_BYTES (64 * 1024)
-#define SW_COOKIE_MAGIC 0x5357ULL
 
 #define SW_TID_CACHE 256
 
@@ -55,11 +54,6 @@ static sw_slot_payload_t g_payloads[SW_SLOTS];
 #define PAYLOAD(s) (&g_payloads[(s) - g_slots])
 static _Atomic uint32_t g_gen;
 static _Atomic uint32_t g_next_slot;
-static _Atomic int g_signo;
-static pid_t g_pid;
-static struct sigaction g_prev;
-static int g_have_prev;
-static pthread_mutex_t g_install_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int32_t g_ok_tids[SW_TID_CACHE]; // threads seen not to block the signal
 
 // Snapshot state: one snapshot at a time.
@@ -71,7 +65,7 @@ static uint32_t g_held_gen[SW_SLOTS];
 static size_t g_held_count;
 
 static _Atomic int32_t g_armed;                  // slots in ARMED state, for the coalescing scan
-static _Atomic uint64_t g_stat_handled, g_stat_late, g_stat_chained, g_stat_timeouts, g_stat_park_timeouts;
+static _Atomic uint64_t g_stat_handled, g_stat_late, g_stat_timeouts, g_stat_park_timeouts;
 
 // ---- futex ---------------------------------------------------------------------------------
 
@@ -168,7 +162,9 @@ static void serve_coalesced(int32_t tid, const ucontext_t *uc) {
     if (park_slot != NULL) serve(park_slot, park_gen, uc);
 }
 
-static void answer(uint64_t cookie, const ucontext_t *uc) {
+// async-signal-safe: called by the signal handler for a request cookie.
+void sw_capture_answer(uint64_t cookie, const void *ucv) {
+    const ucontext_t *uc = (const ucontext_t *)ucv;
     uint32_t idx = (uint32_t)(cookie & 0xffffu);
     uint32_t gen = (uint32_t)((cookie >> 16) & 0xffffffu);
     sw_slot_t *s = idx < SW_SLOTS ? &g_slots[idx] : NULL;
@@ -240,108 +236,10 @@ static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc) {
     }
 }
 
-// async-signal-safe as long as the previous handler is.
-static void chain(int sig, siginfo_t *si, void *uc) {
-    atomic_fetch_add_explicit(&g_stat_chained, 1, memory_order_relaxed);
-    if (!g_have_prev) return; // a foreign signal and nobody else wanted it: ignore, never die
-    if (g_prev.sa_flags & SA_SIGINFO) {
-        g_prev.sa_sigaction(sig, si, uc);
-    } else if (g_prev.sa_handler != SIG_DFL && g_prev.sa_handler != SIG_IGN) {
-        g_prev.sa_handler(sig);
-    }
-}
-
-// async-signal-safe: the signal handler itself. errno is saved and restored.
-static void sw_signal_handler(int sig, siginfo_t *si, void *uc) {
-    int saved_errno = errno;
-    if (si != NULL && si->si_code == SI_QUEUE && si->si_pid == g_pid) {
-        uint64_t cookie = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
-        if ((cookie >> 48) == SW_COOKIE_MAGIC) {
-            answer(cookie, (const ucontext_t *)uc);
-            errno = saved_errno;
-            return;
-        }
-    } else if (si != NULL && si->si_code == SI_TIMER) {
-        uint64_t cookie = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
-        if ((cookie >> 48) == SW_RING_COOKIE_MAGIC) {
-            sw_ring_on_signal(cookie, uc);
-            errno = saved_errno;
-            return;
-        }
-    }
-    chain(sig, si, uc);
-    errno = saved_errno;
-}
-
-// ---- installation ----------------------------------------------------------------------------
-
-static void after_fork_in_child(void) {
-    g_pid = getpid();
-}
-
-int sw_sampler_install(int signo, int allow_chain) {
-    if (signo <= 0 || signo >= NSIG || signo == SIGKILL || signo == SIGSTOP || signo == SIGSEGV ||
-        signo == SIGBUS || signo == SIGILL || signo == SIGFPE || signo == SIGABRT || signo == SIGTRAP ||
-        signo == SIGSYS) {
-        return SW_ERR_INVALID; // never claim a fatal signal: crash handlers own those
-    }
-    pthread_mutex_lock(&g_install_lock);
-    int current = atomic_load(&g_signo);
-    if (current != 0) {
-        pthread_mutex_unlock(&g_install_lock);
-        return current == signo ? 0 : -EBUSY;
-    }
-    struct sigaction old;
-    if (sigaction(signo, NULL, &old) != 0) {
-        int e = errno;
-        pthread_mutex_unlock(&g_install_lock);
-        return -e;
-    }
-    int has_prev = (old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
-                                               : (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN);
-    if (has_prev && !allow_chain) {
-        pthread_mutex_unlock(&g_install_lock);
-        return SW_ERR_SIGNAL_IN_USE;
-    }
-    g_prev = old;
-    g_have_prev = has_prev;
-    g_pid = getpid();
-    // Prime everything that allocates or locks on first use, outside any handler.
-    int rc = sw_maps_rebuild();
-    if (rc == 0) rc = sw_remote_unwind_init() == 0 ? 0 : SW_ERR_NOT_INSTALLED;
-    if (rc != 0) {
-        pthread_mutex_unlock(&g_install_lock);
-        return rc;
-    }
-    (void)sw_now_ns();
-    static int atfork_done;
-    if (!atfork_done) {
-        pthread_atfork(NULL, NULL, after_fork_in_child);
-        atfork_done = 1;
-    }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = sw_signal_handler;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(signo, &sa, NULL) != 0) {
-        int e = errno;
-        pthread_mutex_unlock(&g_install_lock);
-        return -e;
-    }
-    atomic_store(&g_signo, signo);
-    pthread_mutex_unlock(&g_install_lock);
-    return 0;
-}
-
-int sw_sampler_signal(void) {
-    return atomic_load(&g_signo);
-}
-
 void sw_sampler_stats(sw_sampler_stats_t *out) {
     out->handled = atomic_load(&g_stat_handled);
     out->late = atomic_load(&g_stat_late);
-    out->chained = atomic_load(&g_stat_chained);
+    out->chained = sw_signal_chained_count();
     out->timeouts = atomic_load(&g_stat_timeouts);
     out->park_timeouts = atomic_load(&g_stat_park_timeouts);
 }
@@ -407,11 +305,11 @@ static int send_request(int32_t tid, int signo, uint32_t idx, uint32_t gen) {
     memset(&info, 0, sizeof info);
     info.si_signo = signo;
     info.si_code = SI_QUEUE;
-    info.si_pid = g_pid;
+    info.si_pid = sw_signal_owner_pid();
     info.si_uid = getuid();
     uint64_t cookie = (SW_COOKIE_MAGIC << 48) | ((uint64_t)gen << 16) | idx;
     info.si_value.sival_ptr = (void *)(uintptr_t)cookie;
-    if (syscall(SYS_rt_tgsigqueueinfo, g_pid, tid, signo, &info) != 0) {
+    if (syscall(SYS_rt_tgsigqueueinfo, sw_signal_owner_pid(), tid, signo, &info) != 0) {
         return errno == ESRCH ? SW_ERR_THREAD_GONE : -errno;
     }
     return 0;
@@ -483,7 +381,7 @@ static int ensure_copy_buffer(sw_slot_t *s) {
 }
 
 static int validate(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t timeout_ns) {
-    if (atomic_load(&g_signo) == 0) return SW_ERR_NOT_INSTALLED;
+    if (sw_sampler_signal() == 0) return SW_ERR_NOT_INSTALLED;
     if (tid <= 0 || max_frames == 0 || timeout_ns <= 0) return SW_ERR_INVALID;
     if (unwinder != SW_UNWIND_FRAME_POINTER && unwinder != SW_UNWIND_LIBUNWIND && unwinder != SW_UNWIND_NONE) {
         return SW_ERR_INVALID;
@@ -532,7 +430,7 @@ int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t
     int rc = validate(tid, unwinder, max_frames, timeout_ns);
     if (rc != 0) return rc;
     if (max_frames > SW_MAX_FRAMES) max_frames = SW_MAX_FRAMES;
-    int signo = atomic_load(&g_signo);
+    int signo = sw_sampler_signal();
     int64_t t_start = sw_now_ns();
     int64_t deadline = t_start + timeout_ns;
     rc = check_new_target(tid, signo);
@@ -596,7 +494,7 @@ int sw_snapshot_hold(const int32_t *tids, size_t n, sw_unwinder_t unwinder, uint
     if (max_frames > SW_MAX_FRAMES) max_frames = SW_MAX_FRAMES;
     int expected = 0;
     if (!atomic_compare_exchange_strong(&g_snapshot_active, &expected, 1)) return SW_ERR_BUSY;
-    int signo = atomic_load(&g_signo);
+    int signo = sw_sampler_signal();
     int32_t self = sw_gettid();
     // Thread ids are reused: a new thread behind a known id has a stack the table may not hold yet,
     // and a held thread gets no second chance. Snapshots are rare; read the map afresh.

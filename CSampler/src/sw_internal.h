@@ -37,6 +37,18 @@ int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *c
 
 // Cookies in si_value tell our signals apart: capture requests ("SW") and ring ticks ("SR").
 #define SW_RING_COOKIE_MAGIC 0x5352ULL
+/// Top 16 bits of a request cookie (capture.c); the handler routes it to sw_capture_answer.
+#define SW_COOKIE_MAGIC 0x5357ULL
+
+/// Answers the capture request `cookie` from inside the signal handler. async-signal-safe.
+void sw_capture_answer(uint64_t cookie, const void *ucv);
+
+/// The pid request signals are sent to and accepted from (refreshed in a forked child).
+#include <sys/types.h>
+pid_t sw_signal_owner_pid(void);
+
+/// Signals passed on to the handler that was installed before ours.
+uint64_t sw_signal_chained_count(void);
 
 // ---- handler-side capture (capture.c) --------------------------------------------------------
 

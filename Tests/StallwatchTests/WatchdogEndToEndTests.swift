@@ -15,6 +15,9 @@ final class EventLog: Sendable {
     var allStalls: [StallReport] {
         events.withLock { $0.compactMap { if case .stall(let r) = $0 { return r } else { return nil } } }
     }
+    var errors: [String] {
+        events.withLock { $0.compactMap { if case .error(let m) = $0 { return m } else { return nil } } }
+    }
     var ended: [Duration] {
         events.withLock { $0.compactMap { if case .stallEnded(_, _, let d) = $0 { return d } else { return nil } } }
     }

@@ -60,8 +60,9 @@ final class PoolJobWatcher {
     /// The probes of the pool threads now known, one per thread.
     var probes: [HeartbeatProbe] { threads.values.map(\.probe) }
 
-    /// Scans the pool threads once. Returns whether the set of threads changed.
-    func scan(now: MonotonicInstant) -> Bool {
+    /// Scans the pool threads once; running threads are sampled by signal only if `maySignal`.
+    /// Returns whether the set of threads changed.
+    func scan(now: MonotonicInstant, maySignal: Bool = true) -> Bool {
         guard let frames, let tids = try? ThreadList.current() else { return false }
         scans += 1
         var changed = false
@@ -87,12 +88,12 @@ final class PoolJobWatcher {
                 threads[tid] = thread
                 changed = true
             }
-            observe(thread, tid: tid, now: now, frames: frames)
+            observe(thread, tid: tid, now: now, frames: frames, maySignal: maySignal)
         }
         return changed
     }
 
-    private func observe(_ thread: PoolThread, tid: ThreadID, now: MonotonicInstant, frames: SwiftJobFrames) {
+    private func observe(_ thread: PoolThread, tid: ThreadID, now: MonotonicInstant, frames: SwiftJobFrames, maySignal: Bool) {
         var call = sw_thread_syscall_t()
         guard sw_thread_syscall(tid.rawValue, &call) == 0 else { return }
         let job: PoolJob??  // nil: no new evidence, keep the previous conclusion
@@ -116,7 +117,7 @@ final class PoolJobWatcher {
             thread.blockedAt = nil
             let cpuNow = try? ThreadCPUClock(tid).elapsed()
             defer { thread.cpu = cpuNow.map { ($0, now) } }
-            if let cpuNow, let before = thread.cpu, now > before.at,
+            if maySignal, let cpuNow, let before = thread.cpu, now > before.at,
                (cpuNow - before.time) / (now - before.at) >= 0.5 {
                 // Busy on the CPU for most of the interval: worth a signal to see which job.
                 job = (try? sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(20)))

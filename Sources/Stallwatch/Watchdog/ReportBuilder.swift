@@ -28,10 +28,12 @@ struct ReportBuilder {
 
     /// Stacks of the other threads, each captured on its own: running threads by signal, threads
     /// blocked in a system call from their kernel-reported SP/PC (no signal, no EINTR).
-    func otherThreads(except excluded: Set<ThreadID>, threads: [ThreadID]) -> [ThreadStack] {
+    /// Without `maySignal` (the signal is not ours), only blocked threads get a stack.
+    func otherThreads(except excluded: Set<ThreadID>, threads: [ThreadID], maySignal: Bool = true) -> [ThreadStack] {
         threads.filter { !excluded.contains($0) }.compactMap { tid in
             guard let info = try? ThreadInfo.read(tid) else { return nil }
-            let stack = try? sampler.captureStack(of: tid, timeout: .milliseconds(20))
+            let stack = try? (maySignal ? sampler.captureStack(of: tid, timeout: .milliseconds(20))
+                                        : sampler.captureBlockedStack(of: tid))
             let frames = stack.map { s in
                 symbolizer.symbolize(s).map { f in
                     ReportFrame(address: UInt64(f.address),

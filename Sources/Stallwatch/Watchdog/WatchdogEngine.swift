@@ -24,6 +24,9 @@ final class WatchdogEngine {
     private let suspensionJudge = SuspensionJudge()
     /// How late this round started (zero when on time), stated in its reports.
     private var lateness: Duration = .zero
+    /// Set while the sampling signal is not ours: no ring, no signal capture, only /proc evidence.
+    private var signalLost: SignalOwnership?
+    private var maySignal: Bool { signalLost == nil }
     private var cpuPolicy: CPUPolicy
     private var lastProcessCPU: Duration?
     private var lastCPUAt: MonotonicInstant?
@@ -82,10 +85,11 @@ final class WatchdogEngine {
     func round() -> MonotonicInstant {
         let now = MonotonicClock.now()
         let stopped = judgeSuspension(now: now)
+        checkSignalOwnership()
         var next = now + configuration.checkPeriod
         if let poolWatcher {
             if poolWatcher.anyInJob || nextPoolScan.map({ now >= $0 }) ?? true {
-                if poolWatcher.scan(now: now) { syncMonitors() }
+                if poolWatcher.scan(now: now, maySignal: maySignal) { syncMonitors() }
                 nextPoolScan = now + configuration.poolScanPeriod
             }
             if let scan = nextPoolScan, scan < next { next = scan }
@@ -132,6 +136,36 @@ final class WatchdogEngine {
             m.forgetStall()
         }
         monitors.removeAll()
+    }
+
+    // MARK: - signal ownership
+
+    /// Notices within one round that another handler took the sampling signal over. Then rings are
+    /// stopped at once (a tick meeting a default disposition would kill the process), one `.error`
+    /// event says so, and stalls are still detected and classified from /proc, with the stacks of
+    /// blocked threads; or, if configured, our handler is installed again, chaining to theirs.
+    private func checkSignalOwnership() {
+        let ownership = sampler.signalOwnership
+        if ownership == .ours {
+            if signalLost != nil {
+                logger.notice("the sampling signal is handled by Stallwatch again; sampling resumes")
+                signalLost = nil
+            }
+            return
+        }
+        if configuration.reclaimSignal, ownership != .notInstalled, (try? sampler.reclaimSignal()) != nil,
+           sampler.signalOwnership == .ours {
+            logger.warning("the sampling signal was taken over; reinstalled the sampling handler, chaining to the other one",
+                           metadata: ["was": "\(ownership.description)"])
+            signalLost = nil
+            return
+        }
+        guard signalLost != ownership else { return }
+        signalLost = ownership
+        for m in monitors.values { m.stopSampling() }
+        let message = "\(ownership.description) (signal \(sampler.configuration.signal)): running threads are no longer sampled; stalls are still detected and classified, blocked threads' stacks still come from /proc. Set reclaimSignal or choose another signal."
+        logger.error("sampling signal lost", metadata: ["reason": "\(message)"])
+        emit(.error(message))
     }
 
     // MARK: - suspension
@@ -215,7 +249,7 @@ final class WatchdogEngine {
     /// blocked in a system call, one recovered from its kernel-reported SP/PC (never a signal).
     private func collect(_ m: LoopMonitor, thread: ThreadID?) {
         guard let thread else { return }
-        if m.ring == nil || m.ring?.thread != thread {
+        if maySignal, m.ring == nil || m.ring?.thread != thread {
             m.stopSampling()
             do {
                 m.ring = try SamplingRing(sampler: sampler, thread: thread, interval: configuration.sampleInterval,
@@ -241,7 +275,7 @@ final class WatchdogEngine {
 
     private func considerReport(_ m: LoopMonitor, since: MonotonicInstant, elapsed: Duration, now: MonotonicInstant) {
         guard let thread = m.stallThread ?? m.source.thread else { return }
-        if m.samples.isEmpty, let one = try? sampler.captureStack(of: thread) {
+        if m.samples.isEmpty, let one = try? (maySignal ? sampler.captureStack(of: thread) : sampler.captureBlockedStack(of: thread)) {
             // Runnable but not running (starved), or not yet sampled: one capture to have a stack.
             m.append([one], capacity: configuration.ringCapacity)
         }
@@ -251,7 +285,7 @@ final class WatchdogEngine {
         // later round reports again only when that path changed.
         let signature = StackSignature(dominantPathOf: tree)
         if m.reportedSignatures.contains(where: { signature.isSameStall(as: $0) }) { return }
-        let decision = m.filter.evaluate(signature, round: m.stallRound, now: now)
+        let decision = m.filter.evaluate(signature, round: m.stallRound, now: now, stackRequired: maySignal || tree.sampleCount > 0)
         guard case .report(let counters) = decision else {
             if case .filtered(let reason) = decision {
                 emit(.filtered(loop: m.source.name, reason: reason))
@@ -261,7 +295,10 @@ final class WatchdogEngine {
         }
         let facts = roundFacts(now: now)
         let gathered = StallEvidence.gather(thread: thread, baseline: m.baseline, now: now, threadCount: facts.threads.count)
-        let cause = CauseClassifier(configuration: configuration).classify(gathered.evidence)
+        var cause = CauseClassifier(configuration: configuration).classify(gathered.evidence)
+        if let lost = signalLost, tree.sampleCount == 0 {
+            cause.evidence += "; no stack: \(lost.description)"
+        }
         let process = facts.process
         let processCPUPercent: Double = {
             guard let last = lastProcessCPU, let at = lastCPUAt, let cpu = process?.cpuTime, now > at else { return 0 }
@@ -324,7 +361,7 @@ final class WatchdogEngine {
         let threads = (try? ThreadList.current()) ?? []
         var others: [ThreadStack]?
         if case .walkAllThreads = ThreadCountPolicy(cutoff: configuration.threadCountCutoff).evaluate(threadCount: threads.count) {
-            others = builder.otherThreads(except: [ownThread], threads: threads)
+            others = builder.otherThreads(except: [ownThread], threads: threads, maySignal: maySignal)
         }
         let facts = RoundFacts(at: now, threads: threads, otherThreads: others, process: try? ProcessStats.current(),
                                topology: ReportBuilder.numaFacts(stalledThread: nil).nodes)

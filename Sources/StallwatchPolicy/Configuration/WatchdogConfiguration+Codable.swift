@@ -7,7 +7,7 @@ extension WatchdogConfiguration: Codable {
         case thresholdNanoseconds, checkPeriodNanoseconds, sampleIntervalNanoseconds
         case ringCapacity, maxFrames, threadCountCutoff, suspensionLimitNanoseconds
         case reportCapPerWindow, reportWindowNanoseconds, sampleContinuously, suspicionFraction, cpu
-        case watchPoolJobs, poolScanPeriodNanoseconds
+        case watchPoolJobs, poolScanPeriodNanoseconds, reclaimSignal
     }
 
     /// Decodes, filling absent fields with defaults (derived ones from the decoded threshold).
@@ -31,7 +31,8 @@ extension WatchdogConfiguration: Codable {
             suspicionFraction: try c.decodeIfPresent(Double.self, forKey: .suspicionFraction) ?? defaults.suspicionFraction,
             cpu: try c.decodeIfPresent(CPUConfiguration.self, forKey: .cpu) ?? defaults.cpu,
             watchPoolJobs: try c.decodeIfPresent(Bool.self, forKey: .watchPoolJobs) ?? defaults.watchPoolJobs,
-            poolScanPeriod: try duration(.poolScanPeriodNanoseconds)
+            poolScanPeriod: try duration(.poolScanPeriodNanoseconds),
+            reclaimSignal: try c.decodeIfPresent(Bool.self, forKey: .reclaimSignal) ?? defaults.reclaimSignal
         )
     }
 
@@ -52,6 +53,7 @@ extension WatchdogConfiguration: Codable {
         try c.encode(cpu, forKey: .cpu)
         try c.encode(watchPoolJobs, forKey: .watchPoolJobs)
         try c.encode(poolScanPeriod.clampedNanoseconds, forKey: .poolScanPeriodNanoseconds)
+        try c.encode(reclaimSignal, forKey: .reclaimSignal)
     }
 }
 

@@ -37,6 +37,9 @@ public struct WatchdogConfiguration: Sendable, Equatable {
     /// pool-job stall is reported at most this much after the threshold. Each scan wakes the
     /// watchdog; halving it doubles the idle cost (`bench probe` measures it).
     public var poolScanPeriod: Duration
+    /// When another handler takes the sampling signal over, install ours again, chaining to it
+    /// (false: say so once in an `.error` event and go on with signal-free evidence only).
+    public var reclaimSignal: Bool
 
     /// Creates a configuration. `checkPeriod` defaults to `threshold / 2` and `ringCapacity` to
     /// `checkPeriod / sampleInterval` (at least 1), so changing the threshold alone stays coherent.
@@ -54,7 +57,8 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         suspicionFraction: Double = 0.5,
         cpu: CPUConfiguration = CPUConfiguration(),
         watchPoolJobs: Bool = true,
-        poolScanPeriod: Duration? = nil
+        poolScanPeriod: Duration? = nil,
+        reclaimSignal: Bool = false
     ) {
         let period = checkPeriod ?? threshold / 2
         self.threshold = threshold
@@ -71,6 +75,7 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         self.cpu = cpu
         self.watchPoolJobs = watchPoolJobs
         self.poolScanPeriod = poolScanPeriod ?? threshold / 2
+        self.reclaimSignal = reclaimSignal
     }
 
     /// One check period's worth of samples; guarded so a nonsense interval cannot trap here

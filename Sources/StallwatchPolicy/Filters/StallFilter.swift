@@ -14,9 +14,12 @@ public struct StallFilter: Sendable {
     public var suppressedTotal: Int { limiter.suppressedTotal }
 
     /// Decides whether a stall whose blamed path is `signature` may be reported in check
-    /// `round` at `now`.
-    public mutating func evaluate(_ signature: StackSignature, round: Int, now: MonotonicInstant) -> FilterDecision {
-        guard signature.depth > 1 else {
+    /// `round` at `now`. With `stackRequired` false (no stack could be taken at all, e.g. the
+    /// sampling signal was taken over), a stall without a stack is still reported: its cause and
+    /// duration are evidence enough, and silence would hide it.
+    public mutating func evaluate(_ signature: StackSignature, round: Int, now: MonotonicInstant,
+                                  stackRequired: Bool = true) -> FilterDecision {
+        guard signature.depth > 1 || !stackRequired else {
             filteredSinceLastReport += 1
             return .filtered(.trivialStack)
         }
