@@ -77,6 +77,7 @@ let package = Package(
         ),
         .target(
             name: "CSamplerTestSupport",
+            dependencies: ["CSampler"],
             path: "Tests/CSamplerTestSupport",
             linkerSettings: [.linkedLibrary("dl")]
         ),

@@ -236,6 +236,17 @@ static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc) {
     }
 }
 
+void sw_capture_reset_after_fork(void) {
+    // Requests in flight belonged to the parent's threads: none of them will ever be answered here.
+    for (uint32_t i = 0; i < SW_SLOTS; i++) {
+        atomic_store(&g_slots[i].state, WORD(GEN_OF(atomic_load(&g_slots[i].state)), ST_FREE));
+        atomic_store(&g_slots[i].abandoned, 0);
+    }
+    atomic_store(&g_armed, 0);
+    atomic_store(&g_snapshot_active, 0);
+    for (uint32_t i = 0; i < SW_TID_CACHE; i++) atomic_store(&g_ok_tids[i], 0);
+}
+
 void sw_sampler_stats(sw_sampler_stats_t *out) {
     out->handled = atomic_load(&g_stat_handled);
     out->late = atomic_load(&g_stat_late);

@@ -34,6 +34,20 @@ static sw_ring_state_t g_rings[SW_MAX_RINGS];
 static pthread_mutex_t g_rings_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t g_ring_gen;
 
+// fork: POSIX timers are not inherited, so every ring the child sees is dead. Its timer id may be
+// reused by a timer the child creates: forget the ids rather than ever deleting them. The lock is
+// held across fork so the child never inherits it locked by a thread that does not exist there.
+static void rings_prepare_fork(void) { pthread_mutex_lock(&g_rings_lock); }
+static void rings_parent_after_fork(void) { pthread_mutex_unlock(&g_rings_lock); }
+static void rings_child_after_fork(void) {
+    for (int i = 0; i < SW_MAX_RINGS; i++) atomic_store(&g_rings[i].active_gen, 0);
+    pthread_mutex_init(&g_rings_lock, NULL);
+}
+
+__attribute__((constructor)) static void register_ring_fork_handlers(void) {
+    pthread_atfork(rings_prepare_fork, rings_parent_after_fork, rings_child_after_fork);
+}
+
 // async-signal-safe: called from the sampling handler on the sampled thread itself.
 void sw_ring_on_signal(uint64_t cookie, const void *ucv) {
     uint32_t idx = (uint32_t)(cookie & 0xffffu);

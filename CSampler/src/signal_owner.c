@@ -52,8 +52,12 @@ static void sw_signal_handler(int sig, siginfo_t *si, void *uc) {
     errno = saved_errno;
 }
 
+// The child's pid differs: request cookies are accepted from it alone. Its only thread may not
+// inherit the install lock held by a thread that is gone, nor requests that nobody will answer.
 static void after_fork_in_child(void) {
     g_pid = getpid();
+    pthread_mutex_init(&g_install_lock, NULL);
+    sw_capture_reset_after_fork();
 }
 
 static int is_real_handler(const struct sigaction *sa) {

@@ -47,6 +47,9 @@ void sw_capture_answer(uint64_t cookie, const void *ucv);
 #include <sys/types.h>
 pid_t sw_signal_owner_pid(void);
 
+/// In a forked child: frees every request slot and snapshot of the parent's threads.
+void sw_capture_reset_after_fork(void);
+
 /// Signals passed on to the handler that was installed before ours.
 uint64_t sw_signal_chained_count(void);
 

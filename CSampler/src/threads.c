@@ -15,6 +15,15 @@
 // async-signal-safe: a raw syscall, no libc state (glibc's gettid() wrapper is only in newer glibc).
 static _Thread_local int32_t t_cached_tid;
 
+// The forking thread's cached id is its id in the parent: the child's only thread must look again.
+static void forget_cached_tid_in_child(void) {
+    t_cached_tid = 0;
+}
+
+__attribute__((constructor)) static void register_tid_fork_handler(void) {
+    pthread_atfork(NULL, NULL, forget_cached_tid_in_child);
+}
+
 // async-signal-safe: a thread-local read, and gettid on the first call.
 int32_t sw_current_tid(void) {
     int32_t tid = t_cached_tid;

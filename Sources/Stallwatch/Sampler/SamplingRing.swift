@@ -25,6 +25,8 @@ public final class SamplingRing: Sendable {
     /// Most samples kept before the oldest are overwritten.
     public let capacity: Int
     private let ring: Int32
+    /// The C ring's index (for tests that drive the C layer directly).
+    var index: Int32 { ring }
     private let state = Mutex<(nextSequence: UInt64, stopped: Bool, lost: Int)>((0, false, 0))
 
     /// Starts sampling `thread` every `interval`. The sampler's handler must be installed: pass the

@@ -12,4 +12,14 @@ int sw_test_vfork_sleep(unsigned ms);
 /// and malloc/free until *stop becomes nonzero. Returns iterations, or -1 when dlopen fails.
 int64_t sw_test_dlopen_malloc_loop(const char *library, const char *symbol, volatile int *stop);
 
+/// Forks; the child checks that Stallwatch is usable there and exits with 0 when it is:
+/// sw_current_tid() is the child's own id (10 otherwise); stopping the parent's ring `parent_ring`
+/// leaves alone a timer the child created (11); a ring started on the child's own thread takes
+/// samples while it works `work_ms` (12, 13 when it cannot start). Returns the child's exit status,
+/// or -1 when fork fails.
+int sw_test_fork_child(int parent_ring, unsigned work_ms);
+
+/// Runs `n` fork + exec of /bin/true one after another; returns how many did not exit 0.
+int sw_test_fork_exec_many(int n);
+
 #endif
