@@ -8,6 +8,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Stallwatch", targets: ["Stallwatch"]),
+        // SwiftNIO wiring, a product of its own: services without NIO never build NIO for it.
+        .library(name: "StallwatchNIO", targets: ["StallwatchNIO"]),
         .executable(name: "bench", targets: ["bench"]),
         .executable(name: "stallwatch", targets: ["stallwatch"]),
     ],
@@ -15,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // The hot path: signal-based stack capture, thread facts, CPU clocks, NUMA. C11.
@@ -45,6 +48,11 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Sources/Stallwatch"
+        ),
+        .target(
+            name: "StallwatchNIO",
+            dependencies: ["Stallwatch", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Sources/StallwatchNIO"
         ),
         // The bench command's own C helpers (malloc counter, SIGPROF recorder); never in the library.
         .target(

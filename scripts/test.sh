@@ -11,3 +11,8 @@ python3 scripts/check-handler-safety.py $(find .build -path '*/debug/CSampler.bu
 # Serially: several suites measure CPU time and scheduling; on 2 cores, parallel suites would
 # starve each other's "busy" threads and turn a CPU-bound stall into a starved one.
 swift test --skip-build --no-parallel "$@"
+# Real servers (Hummingbird 2, raw SwiftNIO) from Examples/, driven over 127.0.0.1. Skipped when
+# the caller narrows the run with arguments (e.g. --filter).
+if [ "$#" -eq 0 ]; then
+  scripts/e2e-servers.sh
+fi

@@ -103,22 +103,12 @@ struct Demo: ParsableCommand {
     }
 
     static func describe(_ event: WatchdogEvent, encoder: JSONEncoder, full: Bool) -> String {
-        func json(_ object: [String: String]) -> String {
-            (try? String(decoding: JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)) ?? "{}"
-        }
         switch event {
         case .stall(let report), .cpu(let report):
             if full, let data = try? encoder.encode(report) { return String(decoding: data, as: UTF8.self) }
-            return json(["event": report.kind.rawValue, "loop": report.loopName ?? "", "cause": report.cause?.kind.rawValue ?? "",
-                         "evidence": report.cause?.evidence ?? "",
-                         "durationMs": "\(report.durationNanoseconds / 1_000_000)",
-                         "blamed": report.blamedStack.prefix(3).compactMap(\.symbol).joined(separator: " <- ")])
-        case .stallEnded(let loop, _, let duration):
-            return json(["event": "stallEnded", "loop": loop, "durationMs": "\(duration.clampedNanoseconds / 1_000_000)"])
-        case .filtered(let loop, let reason):
-            return json(["event": "filtered", "loop": loop, "reason": "\(reason)"])
-        case .error(let message):
-            return json(["event": "error", "message": message])
+        default:
+            break
         }
+        return event.jsonLine
     }
 }

@@ -395,7 +395,7 @@ final class WatchdogEngine {
 
     private func deliver(_ report: StallReport) {
         writer?.submit(report)
-        let top = report.blamedStack.first?.symbol ?? report.blamedStack.first.map { "\($0.address)" } ?? "?"
+        let top = report.blamedStack.isEmpty ? "?" : report.blamedSummary(frames: 1)
         if report.kind == .stall {
             logger.warning("stall", metadata: [
                 "loop": "\(report.loopName ?? "?")", "cause": "\(report.cause?.kind.rawValue ?? "?")",

@@ -1,0 +1,58 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import Stallwatch
+import StallwatchNIO
+
+// Configuration from the environment, so the same binary serves a demo and the end-to-end tests.
+let environment = ProcessInfo.processInfo.environment
+let port = Int(environment["PORT"] ?? "") ?? 8080
+let thresholdMilliseconds = Int(environment["STALLWATCH_THRESHOLD_MS"] ?? "") ?? 500
+let logger = Logger(label: "hummingbird-server")
+
+// One group for the server, so the watchdog can ping each of its event loops.
+let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+
+let watchdog = try Watchdog(
+    configuration: WatchdogConfiguration(threshold: .milliseconds(thresholdMilliseconds)),
+    reportDirectory: environment["STALLWATCH_REPORT_DIR"],
+    logger: Logger(label: "stallwatch"),
+    onEvent: { event in print(event.jsonLine); fflush(nil) })
+watchdog.monitor(eventLoopGroup: group)              // every NIO event loop, pinged
+watchdog.monitor(PingProbe.cooperativePool())       // the whole pool starved
+// Single route-handler jobs that block their pool thread are watched by default (watchPoolJobs).
+
+let router = Router()
+router.get("/") { _, _ in "ok\n" }
+router.get("/block/:kind") { request, context -> String in
+    let kind = context.parameters.get("kind") ?? ""
+    let milliseconds = request.uri.queryParameters.get("ms", as: Int.self) ?? 1500
+    switch kind {
+    case "sleep": sleepingHandler(milliseconds: milliseconds)
+    case "cpu": computingHandler(milliseconds: milliseconds)
+    case "lock": lockingHandler(milliseconds: milliseconds)
+    case "socket": socketReadingHandler(milliseconds: milliseconds)
+    default: throw HTTPError(.notFound)
+    }
+    return "blocked \(kind) \(milliseconds) ms\n"
+}
+
+let app = Application(
+    router: router,
+    configuration: .init(address: .hostname("127.0.0.1", port: port)),
+    onServerRunning: { channel in
+        print("listening on 127.0.0.1:\(channel.localAddress?.port ?? 0)")
+        fflush(nil)
+    },
+    eventLoopGroupProvider: .shared(group),
+    logger: logger)
+
+let services = ServiceGroup(configuration: .init(
+    services: [app, watchdog],
+    gracefulShutdownSignals: [.sigterm, .sigint],
+    logger: logger))
+try await services.run()
+try await group.shutdownGracefully()

@@ -1,0 +1,34 @@
+import Foundation
+import StallwatchPolicy
+
+extension WatchdogEvent {
+    /// The event in a few flat fields, for one log line or a metrics label set: `event`, and per
+    /// kind `loop`, `cause`, `evidence`, `durationMs`, `thread`, `id`, `blamed` (three frames of the
+    /// blamed stack from the first of the application's own, leaf first, joined by ` <- `), `reason`
+    /// or `message`.
+    public var summary: [String: String] {
+        switch self {
+        case .stall(let report), .cpu(let report):
+            [
+                "event": report.kind.rawValue, "id": report.id, "loop": report.loopName ?? "",
+                "cause": report.cause?.kind.rawValue ?? "", "evidence": report.cause?.evidence ?? "",
+                "thread": report.thread.map { "\($0.id) \($0.name)" } ?? "",
+                "durationMs": "\(report.durationNanoseconds / 1_000_000)",
+                "blamed": report.blamedSummary(frames: 3),
+            ]
+        case .stallEnded(let loop, let thread, let duration):
+            ["event": "stallEnded", "loop": loop, "thread": thread.map { "\($0.rawValue)" } ?? "",
+             "durationMs": "\(duration.clampedNanoseconds / 1_000_000)"]
+        case .filtered(let loop, let reason):
+            ["event": "filtered", "loop": loop, "reason": "\(reason)"]
+        case .error(let message):
+            ["event": "error", "message": message]
+        }
+    }
+
+    /// ``summary`` as one line of JSON with sorted keys.
+    public var jsonLine: String {
+        let data = (try? JSONSerialization.data(withJSONObject: summary, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

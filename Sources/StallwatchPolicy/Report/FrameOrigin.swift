@@ -1,0 +1,31 @@
+/// Whether a frame is the application's own code or the system's (libc, the loader, the Swift
+/// runtime and toolchain libraries, the vDSO), the way crash reporters mark in-app frames. Told by
+/// the module's path alone, so it also works on reports symbolized elsewhere.
+public enum FrameOrigin {
+    private static let systemPrefixes = ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/"]
+    private static let systemLibraries = ["libswiftCore.so", "libswift_Concurrency.so", "libdispatch.so",
+                                          "libFoundation.so", "libFoundationEssentials.so", "libBlocksRuntime.so",
+                                          "libswiftGlibc.so", "libswiftDispatch.so", "libswiftSynchronization.so"]
+
+    /// `true` for frames of system modules; `false` for the application's (and for frames whose
+    /// module is unknown: better to show an unknown frame than to skip past the culprit).
+    public static func isSystem(module: String?) -> Bool {
+        guard let module else { return false }
+        if module.hasPrefix("linux-vdso") || module.hasPrefix("linux-gate") { return true }
+        if systemPrefixes.contains(where: module.hasPrefix) { return true }
+        let file = module.split(separator: "/").last.map(String.init) ?? module
+        return systemLibraries.contains(file) || module.contains("/usr/lib/swift/")
+    }
+}
+
+extension StallReport {
+    /// The first frames of the blamed stack starting at the application's own code: what a person
+    /// needs in a one-line summary (a stall in `usleep` reads `myHandler <- …`, not `clock_nanosleep`).
+    /// Falls back to the leaf when no frame is the application's.
+    public func blamedSummary(frames count: Int = 3) -> String {
+        let start = blamedStack.firstIndex { !FrameOrigin.isSystem(module: $0.module) && $0.symbol != nil } ?? 0
+        return blamedStack.dropFirst(start).prefix(count)
+            .map { $0.symbol ?? $0.address.description }
+            .joined(separator: " <- ")
+    }
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# End-to-end: builds the example servers (Examples/, each its own package depending on this one by
+# path) and checks Stallwatch's reports from outside, over 127.0.0.1 (Tests/EndToEnd/servers.py).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+for example in HummingbirdServer NIOServer; do
+  echo "e2e: building Examples/$example"
+  swift build --package-path "Examples/$example" -Xcc -Werror -Xcc -Wall -Xcc -Wextra
+done
+exec timeout 600 python3 Tests/EndToEnd/servers.py \
+  "hummingbird=Examples/HummingbirdServer/.build/debug/HummingbirdServer" \
+  "nio=Examples/NIOServer/.build/debug/NIOServer"
