@@ -69,11 +69,27 @@ import Testing
         #expect(classifier.classify(evidence("S", syscall: 230)).kind == .sleeping)
     }
 
-    @Test func tooManyThreadsTrumpsEverything() {
-        let cause = classifier.classify(evidence("S", syscall: 202, threads: 65))
+    @Test func threadCountAloneIsNoCause() {
+        // A CPU spin in a process with 106 threads is CPU-bound; a lock wait with 500 is a lock wait.
+        #expect(classifier.classify(evidence("R", cpuMs: 1950, threads: 106)).kind == .cpuBound)
+        #expect(classifier.classify(evidence("S", syscall: 202, threads: 500)).kind == .lockWait)
+        var spin = evidence("R", cpuMs: 1950, threads: 106)
+        spin.runnableThreadCount = 100
+        spin.cores = 2
+        #expect(classifier.classify(spin).kind == .cpuBound, "a thread that gets its CPU is not starved")
+    }
+
+    @Test func tooManyThreadsNeedsAStarvedThreadAndMoreRunnableThanCores() {
+        var starved = evidence("R", cpuMs: 100, runQueueMs: 1800, threads: 300)
+        starved.cores = 2
+        starved.runnableThreadCount = 40
+        let cause = classifier.classify(starved)
         #expect(cause.kind == .tooManyThreads)
-        #expect(cause.threadCount == 65)
-        #expect(classifier.classify(evidence("S", syscall: 202, threads: 64)).kind == .lockWait)
+        #expect(cause.evidence.contains("40 of the process's 300 threads are runnable on 2 cores"), "\(cause.evidence)")
+        starved.runnableThreadCount = 2
+        #expect(classifier.classify(starved).kind == .starved, "runnable threads ≤ cores: starved by something else")
+        starved.runnableThreadCount = nil
+        #expect(classifier.classify(starved).kind == .starved)
     }
 
     @Test func otherSyscallsAreBlockedInSyscall() {

@@ -1,3 +1,4 @@
+import Glibc
 import Foundation
 import StallwatchPolicy
 import Testing
@@ -10,7 +11,9 @@ import Testing
         #expect(c.sampleInterval == .milliseconds(50))
         #expect(c.ringCapacity == 20)
         #expect(c.maxFrames == 100)
-        #expect(c.threadCountCutoff == 64)
+        #expect(c.threadCountCutoff == WatchdogConfiguration.defaultThreadCountCutoff(cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
+        #expect(WatchdogConfiguration.defaultThreadCountCutoff(cores: 2) == 64)
+        #expect(WatchdogConfiguration.defaultThreadCountCutoff(cores: 64) == 512)
         #expect(c.suspensionLimit == .seconds(10))
         #expect(c.reportCapPerWindow == 100)
         #expect(c.reportWindow == .seconds(86_400))

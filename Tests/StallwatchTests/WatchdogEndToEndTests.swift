@@ -73,6 +73,20 @@ struct WatchdogEndToEndTests {
         #expect(log.ended.first.map { $0 >= .milliseconds(800) } == true, "ended after \(log.ended)")
     }
 
+    @Test("100 idle extra threads and a CPU spin: CPU-bound, not 'too many threads'")
+    func manyIdleThreads() throws {
+        let release = DispatchSemaphore(value: 0)
+        let idle = (0..<100).map { _ in TestThread(name: "sw-idle") { _ in release.wait() } }
+        defer {
+            for _ in idle { release.signal() }
+            for t in idle { t.stopAndJoin() }
+        }
+        let log = try watch("busy-loop") { stallwatchFixtureCPUStall(milliseconds: 900) }
+        let report = try #require(log.stalls.first)
+        #expect(report.threadCount > 100)
+        #expect(report.cause?.kind == .cpuBound, "\(report.cause?.evidence ?? "")")
+    }
+
     @Test("a thread waiting on a held mutex: cause lock wait")
     func lockWait() throws {
         let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)

@@ -1,3 +1,5 @@
+import CSampler
+import Glibc
 import StallwatchPolicy
 
 /// CPU, run-queue and wall time of a thread at one moment, to compare with later.
@@ -41,9 +43,24 @@ enum StallEvidence {
         let cpuDelta = baseline.map { cpuNow - $0.cpuTime } ?? .zero
         var waitDelta: Duration?
         if let b = baseline?.runQueueWait, let w = waitNow { waitDelta = w - b }
-        let evidence = ThreadEvidence(state: state, syscall: syscall, fdKind: fdKind, cpuTimeDelta: cpuDelta,
-                                      wallDelta: wallDelta, runQueueWaitDelta: waitDelta, threadCount: threadCount)
+        let cores = max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1)
+        var evidence = ThreadEvidence(state: state, syscall: syscall, fdKind: fdKind, cpuTimeDelta: cpuDelta,
+                                      wallDelta: wallDelta, runQueueWaitDelta: waitDelta, threadCount: threadCount,
+                                      cores: cores)
+        if evidence.looksStarved() {
+            // Only then: reading every thread's state costs a few microseconds per thread.
+            evidence.runnableThreadCount = runnableThreads()
+        }
         return (evidence, info)
+    }
+
+    /// Threads of this process in state R now.
+    private static func runnableThreads() -> Int? {
+        guard let tids = try? ThreadList.current() else { return nil }
+        var stat = sw_thread_stat_t()
+        return tids.reduce(0) { count, tid in
+            sw_thread_stat(tid.rawValue, &stat) == 0 && stat.state == CChar(UInt8(ascii: "R")) ? count + 1 : count
+        }
     }
 
     static func kind(_ k: FileDescriptorKind) -> FDKind {

@@ -1,31 +1,24 @@
 /// Names the reason a thread is stalled from what `/proc` says about it — beyond matrix, which
 /// only reports stacks. Pure: evidence in, cause out.
 public struct CauseClassifier: Sendable, Equatable {
-    /// More threads than this classifies as ``StallCauseKind/tooManyThreads``.
-    public var threadCountCutoff: Int
     /// A running thread with CPU at or above this fraction of wall time is CPU-bound (0.5).
     public var cpuBoundFraction: Double
 
     /// Creates a classifier.
-    public init(threadCountCutoff: Int = 64, cpuBoundFraction: Double = 0.5) {
-        self.threadCountCutoff = threadCountCutoff
+    public init(cpuBoundFraction: Double = 0.5) {
         self.cpuBoundFraction = cpuBoundFraction
     }
 
-    /// Creates a classifier using the configuration's thread cut-off.
-    public init(configuration: WatchdogConfiguration) {
-        self.init(threadCountCutoff: configuration.threadCountCutoff)
+    /// Creates a classifier for a configuration.
+    public init(configuration _: WatchdogConfiguration) {
+        self.init()
     }
 
-    /// Classifies one thread's evidence. Order matters: the thread count trumps everything (as
-    /// in matrix), then the scheduler state, then the syscall.
+    /// Classifies one thread's evidence: the scheduler state first, then the syscall. The thread
+    /// count alone is never a cause (matrix's iOS cut-off is not evidence on a server, where a
+    /// thousand threads are normal): "too many threads" needs a starved thread and more runnable
+    /// threads than cores.
     public func classify(_ e: ThreadEvidence) -> StallCause {
-        if e.threadCount > threadCountCutoff {
-            return StallCause(
-                kind: .tooManyThreads,
-                evidence: "\(e.threadCount) threads exceed the cut-off of \(threadCountCutoff); other threads were not walked",
-                threadCount: e.threadCount)
-        }
         let cpu = "CPU \(DurationText.milliseconds(e.cpuTimeDelta)) of \(DurationText.milliseconds(e.wallDelta)) wall (\(DurationText.percent(e.cpuFraction)))"
         switch e.state {
         case "R":
@@ -49,6 +42,12 @@ public struct CauseClassifier: Sendable, Equatable {
         let queue = e.runQueueWaitDelta.map { "; waited \(DurationText.milliseconds($0)) for a CPU" } ?? ""
         if e.cpuFraction >= cpuBoundFraction {
             return StallCause(kind: .cpuBound, evidence: "running; \(cpu)\(queue)")
+        }
+        if let runnable = e.runnableThreadCount, e.cores > 0, runnable > e.cores {
+            return StallCause(
+                kind: .tooManyThreads,
+                evidence: "runnable but little CPU: \(cpu)\(queue); \(runnable) of the process's \(e.threadCount) threads are runnable on \(e.cores) cores",
+                threadCount: e.threadCount)
         }
         return StallCause(kind: .starved, evidence: "runnable but little CPU: \(cpu)\(queue)")
     }

@@ -12,7 +12,7 @@ public enum StallCauseKind: String, Sendable, Codable, Equatable, CaseIterable {
     case sleeping
     /// Runnable but not getting a CPU.
     case starved
-    /// More threads than the cut-off; other threads were not walked.
+    /// Runnable but starved of CPU while the process has more runnable threads than cores.
     case tooManyThreads
     /// Blocked in a syscall the classifier has no better name for.
     case blockedInSyscall

@@ -34,12 +34,17 @@ public struct ThreadEvidence: Sendable, Equatable {
     public var runQueueWaitDelta: Duration?
     /// Threads in the process.
     public var threadCount: Int
+    /// Threads of the process in state `R` (running or waiting for a CPU) at the stall, when
+    /// counted: only for a thread that looks starved, where it decides "too many threads".
+    public var runnableThreadCount: Int?
+    /// Online CPU cores (0 when unknown).
+    public var cores: Int
 
     /// Creates evidence.
     public init(
         state: Character, syscall: Int? = nil, fdKind: FDKind? = nil,
         cpuTimeDelta: Duration, wallDelta: Duration, runQueueWaitDelta: Duration? = nil,
-        threadCount: Int
+        threadCount: Int, runnableThreadCount: Int? = nil, cores: Int = 0
     ) {
         self.state = state
         self.syscall = syscall
@@ -48,6 +53,14 @@ public struct ThreadEvidence: Sendable, Equatable {
         self.wallDelta = wallDelta
         self.runQueueWaitDelta = runQueueWaitDelta
         self.threadCount = threadCount
+        self.runnableThreadCount = runnableThreadCount
+        self.cores = cores
+    }
+
+    /// Whether the thread looks starved: runnable, yet it got less than `cpuBoundFraction` of the
+    /// wall time on a CPU. Only then is counting the process's runnable threads worth its cost.
+    public func looksStarved(cpuBoundFraction: Double = 0.5) -> Bool {
+        state == "R" && cpuFraction < cpuBoundFraction
     }
 
     /// CPU time as a fraction of wall time (0 when the window is empty).

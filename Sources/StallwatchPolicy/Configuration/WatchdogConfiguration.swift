@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// Everything the watchdog policy can be tuned by. Defaults are matrix's *(matrix)*.
 ///
 /// Construct, then call ``validated()`` before use: the initializer accepts anything so that a
@@ -13,8 +19,9 @@ public struct WatchdogConfiguration: Sendable, Equatable {
     public var ringCapacity: Int
     /// Frames kept per sample (100).
     public var maxFrames: Int
-    /// Above this many threads at a stall, the cause is "too many threads" and other threads are
-    /// not walked (64).
+    /// Above this many threads at a stall, other threads' stacks are not walked for the report (the
+    /// cost grows with each thread). It never decides the cause. Default: 64 *(matrix)*, or 8 per
+    /// online core on machines with more than 8 cores, where a few hundred threads are ordinary.
     public var threadCountCutoff: Int
     /// A check round whose own wall gap exceeds this means the process was stopped (SIGSTOP,
     /// debugger, VM pause): reset, never report (10 s).
@@ -49,7 +56,7 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         sampleInterval: Duration = .milliseconds(50),
         ringCapacity: Int? = nil,
         maxFrames: Int = 100,
-        threadCountCutoff: Int = 64,
+        threadCountCutoff: Int? = nil,
         suspensionLimit: Duration = .seconds(10),
         reportCapPerWindow: Int = 100,
         reportWindow: Duration = .seconds(24 * 60 * 60),
@@ -66,7 +73,7 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         self.sampleInterval = sampleInterval
         self.ringCapacity = ringCapacity ?? Self.derivedRingCapacity(period: period, interval: sampleInterval)
         self.maxFrames = maxFrames
-        self.threadCountCutoff = threadCountCutoff
+        self.threadCountCutoff = threadCountCutoff ?? Self.defaultThreadCountCutoff(cores: Self.onlineCores)
         self.suspensionLimit = suspensionLimit
         self.reportCapPerWindow = reportCapPerWindow
         self.reportWindow = reportWindow
@@ -77,6 +84,13 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         self.poolScanPeriod = poolScanPeriod ?? threshold / 2
         self.reclaimSignal = reclaimSignal
     }
+
+    /// The default cut-off for a machine with `cores` online cores: `max(64, 8 × cores)`.
+    public static func defaultThreadCountCutoff(cores: Int) -> Int {
+        max(64, 8 * max(cores, 1))
+    }
+
+    static var onlineCores: Int { max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1) }
 
     /// One check period's worth of samples; guarded so a nonsense interval cannot trap here
     /// (validation reports it instead).

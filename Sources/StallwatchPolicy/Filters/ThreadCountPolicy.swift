@@ -1,12 +1,12 @@
-/// matrix's thread cut-off: with too many threads, walking every stack costs too much and the
-/// thread count itself is the likely story.
+/// matrix's thread cut-off, kept for what it is good for on a server: with many threads, walking
+/// every other thread's stack for the report costs too much. It never decides the stall's cause.
 public struct ThreadCountPolicy: Sendable, Equatable {
     /// What to do at a stall.
     public enum Decision: Equatable, Sendable {
         /// Capture every thread's stack for the report.
         case walkAllThreads
-        /// Do not walk other threads; classify the stall as ``StallCauseKind/tooManyThreads``.
-        case tooManyThreads(count: Int)
+        /// Do not walk other threads: there are `count`, more than the cut-off.
+        case skipOtherThreads(count: Int)
     }
 
     /// More threads than this is too many.
@@ -19,6 +19,6 @@ public struct ThreadCountPolicy: Sendable, Equatable {
 
     /// The decision for `threadCount` threads at a stall (strictly more than the cut-off trips).
     public func evaluate(threadCount: Int) -> Decision {
-        threadCount > cutoff ? .tooManyThreads(count: threadCount) : .walkAllThreads
+        threadCount > cutoff ? .skipOtherThreads(count: threadCount) : .walkAllThreads
     }
 }
