@@ -24,7 +24,8 @@ struct Show: ParsableCommand {
         lines.append("\(r.kind.rawValue) \(r.id) — loop \(r.loopName ?? "-"), thread \(r.thread.map { "\($0.id) \($0.name)" } ?? "-")")
         lines.append("started \(ISO8601DateFormatter().string(from: start)), lasted \(ms(r.durationNanoseconds))\(r.durationIsFinal ? "" : " so far") (threshold \(ms(r.thresholdNanoseconds)))")
         if let c = r.cause { lines.append("cause: \(c.kind.rawValue) — \(c.evidence)") }
-        lines.append("blamed stack (\(r.sampleCount) samples; leaf first):")
+        let truncated = r.truncatedSampleCount > 0 ? "; \(r.truncatedSampleCount) cut at the frame limit, their outer frames missing" : ""
+        lines.append("blamed stack (\(r.sampleCount) samples\(truncated); leaf first):")
         for f in r.blamedStack {
             lines.append("  \(String(format: "%4d", f.sampleCount))  \(FrameText.describe(symbol: f.symbol, module: f.module, offset: f.moduleOffset?.value))")
         }
@@ -61,13 +62,12 @@ struct Fold: ParsableCommand {
         var counts: [String: Int] = [:]
         for path in files {
             let report = try ReportFile.load(path)
-            func walk(_ node: ReportCallTreeNode, _ prefix: [String]) {
-                let path = prefix + [FrameText.describe(symbol: node.symbol, module: node.module, offset: nil)
-                    .replacingOccurrences(of: ";", with: ":")]
-                if node.selfCount > 0 { counts[path.joined(separator: ";"), default: 0] += node.selfCount }
-                for child in node.children { walk(child, path) }
+            let names = report.callTree.map {
+                FrameText.describe(symbol: $0.symbol, module: $0.module, offset: nil).replacingOccurrences(of: ";", with: ":")
             }
-            for root in report.callTree { walk(root, []) }
+            for (path, count) in ReportCallTreeNode.leafPaths(report.callTree) {
+                counts[path.map { names[$0] }.joined(separator: ";"), default: 0] += count
+            }
         }
         for (stack, count) in counts.sorted(by: { $0.key < $1.key }) { print("\(stack) \(count)") }
     }
@@ -89,7 +89,7 @@ enum ReportFile {
         do {
             return try JSONDecoder().decode(StallReport.self, from: data)
         } catch {
-            throw ReportFileError(description: "\(path) is not a Stallwatch report (schema version \(StallReport.currentSchemaVersion)): \(error)")
+            throw ReportFileError(description: "\(path) is not a Stallwatch report this version reads (schema 1...\(StallReport.currentSchemaVersion)): \(error)")
         }
     }
 }

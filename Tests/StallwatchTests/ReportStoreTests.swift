@@ -30,6 +30,31 @@ import Glibc
         return info.st_mode & 0o777
     }
 
+    @Test("replacing a report rewrites its own file: one file, new content, still 0600")
+    func replacesInPlace() throws {
+        let dir = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = ReportStore(directory: dir)
+        var first = Self.report("stall-1")
+        first.durationIsFinal = false
+        let path = try store.write(first, now: Self.date(0))
+        var final = first
+        final.durationIsFinal = true
+        final.durationNanoseconds = 7_000_000_000
+        let again = try store.write(final, replacing: path, now: Self.date(5))
+        #expect(again == path)
+        #expect(try store.storedReports().map(\.path) == [path])
+        #expect(try store.read(path) == final)
+        #expect(mode(path) == 0o600)
+        // Evicted meanwhile, or another report's file: a new file instead.
+        unlink(path)
+        let fresh = try store.write(final, replacing: path, now: Self.date(6))
+        #expect(try store.read(fresh) == final)
+        let other = try store.write(Self.report("other"), replacing: fresh, now: Self.date(7))
+        #expect(other != fresh)
+        #expect(try store.storedReports().count == 2)
+    }
+
     @Test func roundTripsThroughTheFile() throws {
         let dir = Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -188,6 +188,16 @@ struct WatchdogEndToEndTests {
     }
 }
 
+/// Recurses `depth` frames deep, then spins: a deep stall.
+@inline(never)
+func stallwatchFixtureRecurse(depth: Int, spinMilliseconds: Int) -> Int {
+    if depth == 0 {
+        stallwatchFixtureCPUStall(milliseconds: spinMilliseconds)
+        return 0
+    }
+    return stallwatchFixtureRecurse(depth: depth - 1, spinMilliseconds: spinMilliseconds) &+ 1
+}
+
 @inline(never)
 func stallwatchFixtureCPUStall(milliseconds: Int) {
     let clock = ContinuousClock()
@@ -308,6 +318,45 @@ struct WatchdogDeliveryTests {
         let report = try JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
         #expect(report.loopName == "disk-loop")
         #expect(report.id == log.stalls.first?.id)
+    }
+
+    @Test("a stall 2 000 frames deep is written, and stallwatch show renders it")
+    func deepRecursion() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sw-deep-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let log = EventLog()
+        var configuration = WatchdogConfiguration.watchingOwnLoops(threshold: .milliseconds(300))
+        configuration.maxFrames = 256 // the most a sample holds: a nested call tree this deep broke JSON
+        let watchdog = try Watchdog(configuration: configuration, reportDirectory: dir.path) { log.append($0) }
+        let probe = watchdog.makeProbe(name: "deep-loop")
+        try watchdog.start()
+        let worker = TestThread(name: "sw-deep") { _ in
+            probe.busy()
+            _ = stallwatchFixtureRecurse(depth: 2000, spinMilliseconds: 900)
+            probe.idle()
+        }
+        worker.stopAndJoin(timeout: .seconds(10))
+        #expect(eventually(timeout: .seconds(2)) { !log.ended.isEmpty })
+        watchdog.stop()
+        #expect(log.errors.isEmpty, "\(log.errors)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") }
+        let path = dir.appendingPathComponent(try #require(files.first, "no report written")).path
+        let report = try JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(report.truncatedSampleCount > 0)
+        #expect(report.callTree.count >= 200)
+
+        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("stallwatch").path
+        let show = Process()
+        show.executableURL = URL(fileURLWithPath: exe)
+        show.arguments = ["show", path]
+        let out = Pipe()
+        show.standardOutput = out
+        try show.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        show.waitUntilExit()
+        #expect(show.terminationStatus == 0)
+        #expect(text.contains("stallwatchFixtureRecurse"), "\(text.prefix(600))")
+        #expect(text.contains("cut at the frame limit"))
     }
 
     @Test("the stored report of a 2 s stall says about 2 s, and is final")

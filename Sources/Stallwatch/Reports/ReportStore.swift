@@ -58,12 +58,23 @@ public struct ReportStore: Sendable {
     ///   injectable for tests.
     @discardableResult
     public func write(_ report: StallReport, now: Date = Date()) throws(ReportStoreError) -> String {
+        try write(report, replacing: nil, now: now)
+    }
+
+    /// Writes `report` in place of the file at `previous` (the path an earlier ``write(_:now:)``
+    /// of the same report returned), atomically: readers see the old report or the new one, never
+    /// both and never a partial one, and the file keeps its name. When `previous` is `nil`, is not
+    /// a report file of this store for the same id, or was evicted meanwhile, a new file is written.
+    /// Returns the path written.
+    @discardableResult
+    public func write(_ report: StallReport, replacing previous: String?, now: Date = Date()) throws(ReportStoreError) -> String {
         let bytes = try Self.encode(report)
         guard bytes.count <= limits.maxTotalBytes else {
             throw .reportTooLarge(bytes: bytes.count, limit: limits.maxTotalBytes)
         }
         try ReportDirectoryIO.ensureDirectory(directory)
-        let name = ReportFileName(unixMilliseconds: Self.milliseconds(now), kind: report.kind.rawValue, id: report.id)
+        let name = replaceableName(previous, id: report.id, kind: report.kind.rawValue)
+            ?? ReportFileName(unixMilliseconds: Self.milliseconds(now), kind: report.kind.rawValue, id: report.id)
         let finalPath = path(name.name)
         // Unique per process and per call, so two writers never share a temporary file.
         let temporaryPath = path("\(ReportFileName.temporaryPrefix)\(getpid())-\(UInt32.random(in: .min ... .max))-\(name.name)")
@@ -77,6 +88,16 @@ public struct ReportStore: Sendable {
         // The report is safely written; failing to evict must not turn that into an error.
         _ = try? prune(now: now, keeping: name.name)
         return finalPath
+    }
+
+    /// The name of `previous` when it is a report of this store for `id` that still exists.
+    private func replaceableName(_ previous: String?, id: String, kind: String) -> ReportFileName? {
+        guard let previous, let slash = previous.lastIndex(of: "/"),
+              String(previous[..<slash]) == (directory.hasSuffix("/") ? String(directory.dropLast()) : directory),
+              let name = ReportFileName(parsing: String(previous[previous.index(after: slash)...])),
+              name == ReportFileName(unixMilliseconds: name.unixMilliseconds, kind: kind, id: id),
+              ReportDirectoryIO.regularFileSize(previous) != nil else { return nil }
+        return name
     }
 
     /// Deletes expired reports, then the oldest until within the limits; returns removed paths.

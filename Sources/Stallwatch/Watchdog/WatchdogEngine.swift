@@ -318,7 +318,8 @@ final class WatchdogEngine {
             sequenceInStall: m.reportedThisStall ? m.followUps + 1 : 0,
             sampleCount: tree.sampleCount,
             blamedStack: ReportFrame.blamedStack(of: tree, describe: builder.describe),
-            callTree: ReportCallTreeNode.forest(of: tree, describe: builder.describe),
+            truncatedSampleCount: m.samples.filter(\.truncated).count,
+            callTree: ReportCallTreeNode.flatten(tree, describe: builder.describe),
             otherThreads: facts.otherThreads?.filter { $0.thread.id != thread.rawValue },
             threadCount: facts.threads.count,
             threadCPU: [ThreadCPUUsage(thread: identity,
@@ -328,7 +329,8 @@ final class WatchdogEngine {
                                                 cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) },
             numa: facts.numa(gathered.info),
             configuration: configuration,
-            counters: counters
+            counters: counters,
+            watchdogLateness: lateness
         )
         if m.reportedThisStall {
             m.followUps += 1
@@ -382,7 +384,8 @@ final class WatchdogEngine {
         if tree.sampleCount > 0 {
             report.sampleCount = tree.sampleCount
             report.blamedStack = ReportFrame.blamedStack(of: tree, describe: builder.describe)
-            report.callTree = ReportCallTreeNode.forest(of: tree, describe: builder.describe)
+            report.callTree = ReportCallTreeNode.flatten(tree, describe: builder.describe)
+            report.truncatedSampleCount = m.stallSamples.filter(\.truncated).count
         }
         writer?.submit(report)
     }

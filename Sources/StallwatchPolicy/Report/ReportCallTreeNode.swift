@@ -1,5 +1,10 @@
-/// A node of the sampled call tree in a report, root first, children heaviest first.
+/// A node of the sampled call tree in a report. The tree is stored flat (schema 2): an array in
+/// depth-first order — every node after its parent, siblings heaviest first — each node naming its
+/// parent by index. Nested objects would stop at JSON decoders' depth limits (Foundation's: 512
+/// levels), losing any stall deeper than about 256 frames.
 public struct ReportCallTreeNode: Sendable, Equatable, Codable {
+    /// Index of the parent node in the report's `callTree`; -1 for a root.
+    public var parent: Int
     /// The function key's address.
     public var address: ReportAddress
     /// Demangled symbol, if known.
@@ -10,29 +15,68 @@ public struct ReportCallTreeNode: Sendable, Equatable, Codable {
     public var count: Int
     /// Samples whose leaf was this node.
     public var selfCount: Int
-    /// Callees.
-    public var children: [ReportCallTreeNode]
 
     /// Creates a node.
-    public init(address: UInt64, symbol: String? = nil, module: String? = nil, count: Int, selfCount: Int, children: [ReportCallTreeNode] = []) {
+    public init(parent: Int, address: UInt64, symbol: String? = nil, module: String? = nil, count: Int, selfCount: Int) {
+        self.parent = parent
         self.address = ReportAddress(address)
         self.symbol = symbol
         self.module = module
         self.count = count
         self.selfCount = selfCount
-        self.children = children
     }
 
-    /// Converts a policy call tree, symbolizing each function once per node.
-    public static func forest(of tree: CallTree, describe: (FrameKey) -> SymbolInfo) -> [ReportCallTreeNode] {
-        tree.roots.map { convert($0, describe) }
+    /// Converts a policy call tree into flat nodes, symbolizing each function once per node.
+    /// Iterative, so depth is bounded only by memory.
+    public static func flatten(_ tree: CallTree, describe: (FrameKey) -> SymbolInfo) -> [ReportCallTreeNode] {
+        var out: [ReportCallTreeNode] = []
+        // Reversed so that popping visits siblings heaviest first.
+        var pending: [(node: CallTree.Node, parent: Int)] = tree.roots.reversed().map { ($0, -1) }
+        while let (node, parent) = pending.popLast() {
+            let info = describe(node.frame)
+            out.append(ReportCallTreeNode(parent: parent, address: node.frame.address, symbol: info.symbol,
+                                          module: info.module, count: node.count, selfCount: node.selfCount))
+            let index = out.count - 1
+            pending.append(contentsOf: node.children.reversed().map { ($0, index) })
+        }
+        return out
     }
 
-    private static func convert(_ node: CallTree.Node, _ describe: (FrameKey) -> SymbolInfo) -> ReportCallTreeNode {
-        let info = describe(node.frame)
-        return ReportCallTreeNode(
-            address: node.frame.address, symbol: info.symbol, module: info.module,
-            count: node.count, selfCount: node.selfCount,
-            children: node.children.map { convert($0, describe) })
+    /// Every root-to-node path that ends in samples, as (node indices root first, self count):
+    /// what folded stacks and flame graphs are made of. A parent index that does not point to an
+    /// earlier node ends the path there (a damaged file cannot make this loop).
+    public static func leafPaths(_ nodes: [ReportCallTreeNode]) -> [(path: [Int], selfCount: Int)] {
+        nodes.indices.compactMap { i in
+            guard nodes[i].selfCount > 0 else { return nil }
+            var path = [i]
+            var current = i
+            while nodes[current].parent >= 0 && nodes[current].parent < current {
+                current = nodes[current].parent
+                path.append(current)
+            }
+            return (path.reversed(), nodes[i].selfCount)
+        }
+    }
+}
+
+/// A call tree node as schema 1 wrote it: nested children instead of a parent index. Decoded
+/// only, and flattened into ``ReportCallTreeNode``s.
+struct NestedCallTreeNode: Decodable {
+    var address: ReportAddress
+    var symbol: String?
+    var module: String?
+    var count: Int
+    var selfCount: Int
+    var children: [NestedCallTreeNode]
+
+    static func flatten(_ roots: [NestedCallTreeNode]) -> [ReportCallTreeNode] {
+        var out: [ReportCallTreeNode] = []
+        var pending: [(node: NestedCallTreeNode, parent: Int)] = roots.reversed().map { ($0, -1) }
+        while let (node, parent) = pending.popLast() {
+            out.append(ReportCallTreeNode(parent: parent, address: node.address.value, symbol: node.symbol,
+                                          module: node.module, count: node.count, selfCount: node.selfCount))
+            pending.append(contentsOf: node.children.reversed().map { ($0, out.count - 1) })
+        }
+        return out
     }
 }

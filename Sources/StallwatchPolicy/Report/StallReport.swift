@@ -15,10 +15,11 @@ public enum ReportKind: String, Sendable, Equatable, Codable, CaseIterable {
 /// can be matched against logs; durations are integer nanoseconds measured on the monotonic
 /// clock.
 public struct StallReport: Sendable, Equatable, Codable {
-    /// The schema version this code writes.
-    public static let currentSchemaVersion = 1
+    /// The schema version this code writes: 2 (the call tree stored flat). Version 1 files (nested
+    /// call tree) are still read.
+    public static let currentSchemaVersion = 2
 
-    /// Schema version of this report (1).
+    /// Schema version of this report.
     public var schemaVersion: Int
     /// What the report is about.
     public var kind: ReportKind
@@ -44,7 +45,11 @@ public struct StallReport: Sendable, Equatable, Codable {
     public var sampleCount: Int
     /// The blamed stack, leaf first, each frame with its sample count.
     public var blamedStack: [ReportFrame]
-    /// The sampled call tree, roots first, children heaviest first.
+    /// Samples that hit the frame limit (``WatchdogConfiguration/maxFrames``): their outermost
+    /// frames are missing, so the call tree's roots are not the thread's entry for them.
+    public var truncatedSampleCount: Int
+    /// The sampled call tree, flat: depth-first, each node after its parent (see
+    /// ``ReportCallTreeNode``).
     public var callTree: [ReportCallTreeNode]
     /// Other threads' stacks; absent above the thread cut-off or when not captured.
     public var otherThreads: [ThreadStack]?
@@ -60,6 +65,9 @@ public struct StallReport: Sendable, Equatable, Codable {
     public var configuration: WatchdogConfiguration
     /// What was filtered or suppressed since the previous report.
     public var counters: ReportCounters
+    /// How late the watchdog's round that wrote this report ran (CPUs saturated, or a slow host),
+    /// nanoseconds; time the process was stopped is not counted. 0 when on time.
+    public var watchdogLatenessNanoseconds: Int64
 
     /// Creates a report; `schemaVersion` is always ``currentSchemaVersion``.
     public init(
@@ -74,6 +82,7 @@ public struct StallReport: Sendable, Equatable, Codable {
         sequenceInStall: Int = 0,
         sampleCount: Int = 0,
         blamedStack: [ReportFrame] = [],
+        truncatedSampleCount: Int = 0,
         callTree: [ReportCallTreeNode] = [],
         otherThreads: [ThreadStack]? = nil,
         threadCount: Int,
@@ -81,7 +90,8 @@ public struct StallReport: Sendable, Equatable, Codable {
         process: ProcessFacts? = nil,
         numa: NUMAFacts? = nil,
         configuration: WatchdogConfiguration,
-        counters: ReportCounters = ReportCounters()
+        counters: ReportCounters = ReportCounters(),
+        watchdogLateness: Duration = .zero
     ) {
         self.schemaVersion = Self.currentSchemaVersion
         self.kind = kind
@@ -96,6 +106,7 @@ public struct StallReport: Sendable, Equatable, Codable {
         self.sequenceInStall = sequenceInStall
         self.sampleCount = sampleCount
         self.blamedStack = blamedStack
+        self.truncatedSampleCount = truncatedSampleCount
         self.callTree = callTree
         self.otherThreads = otherThreads
         self.threadCount = threadCount
@@ -104,8 +115,48 @@ public struct StallReport: Sendable, Equatable, Codable {
         self.numa = numa
         self.configuration = configuration
         self.counters = counters
+        self.watchdogLatenessNanoseconds = watchdogLateness.clampedNanoseconds
     }
 
     /// The duration as a `Duration`.
     public var duration: Duration { .nanoseconds(durationNanoseconds) }
+}
+
+extension StallReport {
+    /// Decodes schema 2, and schema 1 (nested call tree, no truncation count or lateness). A
+    /// newer schema is refused with a message naming both versions: guessing would mislead.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let version = try c.decode(Int.self, forKey: .schemaVersion)
+        guard (1...Self.currentSchemaVersion).contains(version) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .schemaVersion, in: c,
+                debugDescription: "schema version \(version) is not one this reader knows (1...\(Self.currentSchemaVersion))")
+        }
+        schemaVersion = version
+        kind = try c.decode(ReportKind.self, forKey: .kind)
+        id = try c.decode(String.self, forKey: .id)
+        cause = try c.decodeIfPresent(StallCause.self, forKey: .cause)
+        loopName = try c.decodeIfPresent(String.self, forKey: .loopName)
+        thread = try c.decodeIfPresent(ThreadIdentity.self, forKey: .thread)
+        startTimeUnixNanoseconds = try c.decode(Int64.self, forKey: .startTimeUnixNanoseconds)
+        durationNanoseconds = try c.decode(Int64.self, forKey: .durationNanoseconds)
+        durationIsFinal = try c.decode(Bool.self, forKey: .durationIsFinal)
+        thresholdNanoseconds = try c.decode(Int64.self, forKey: .thresholdNanoseconds)
+        sequenceInStall = try c.decode(Int.self, forKey: .sequenceInStall)
+        sampleCount = try c.decode(Int.self, forKey: .sampleCount)
+        blamedStack = try c.decode([ReportFrame].self, forKey: .blamedStack)
+        truncatedSampleCount = try c.decodeIfPresent(Int.self, forKey: .truncatedSampleCount) ?? 0
+        callTree = version == 1
+            ? NestedCallTreeNode.flatten(try c.decode([NestedCallTreeNode].self, forKey: .callTree))
+            : try c.decode([ReportCallTreeNode].self, forKey: .callTree)
+        otherThreads = try c.decodeIfPresent([ThreadStack].self, forKey: .otherThreads)
+        threadCount = try c.decode(Int.self, forKey: .threadCount)
+        threadCPU = try c.decode([ThreadCPUUsage].self, forKey: .threadCPU)
+        process = try c.decodeIfPresent(ProcessFacts.self, forKey: .process)
+        numa = try c.decodeIfPresent(NUMAFacts.self, forKey: .numa)
+        configuration = try c.decode(WatchdogConfiguration.self, forKey: .configuration)
+        counters = try c.decode(ReportCounters.self, forKey: .counters)
+        watchdogLatenessNanoseconds = try c.decodeIfPresent(Int64.self, forKey: .watchdogLatenessNanoseconds) ?? 0
+    }
 }
