@@ -27,13 +27,23 @@ struct ReportBuilder {
     }
 
     /// Stacks of the other threads, each captured on its own: running threads by signal, threads
-    /// blocked in a system call from their kernel-reported SP/PC (no signal, no EINTR).
-    /// Without `maySignal` (the signal is not ours), only blocked threads get a stack.
-    func otherThreads(except excluded: Set<ThreadID>, threads: [ThreadID], maySignal: Bool = true) -> [ThreadStack] {
+    /// blocked in a system call from their kernel-reported SP/PC (no signal, no EINTR). Without
+    /// `maySignal` (the signal is not ours), only blocked threads get a stack. Signal captures stop
+    /// at `deadline`: on saturated CPUs each may wait its whole timeout, and other loops' detection
+    /// waits meanwhile; threads past it are listed with their state and no stack.
+    func otherThreads(except excluded: Set<ThreadID>, threads: [ThreadID], maySignal: Bool = true,
+                      deadline: MonotonicInstant) -> [ThreadStack] {
         threads.filter { !excluded.contains($0) }.compactMap { tid in
             guard let info = try? ThreadInfo.read(tid) else { return nil }
-            let stack = try? (maySignal ? sampler.captureStack(of: tid, timeout: .milliseconds(20))
-                                        : sampler.captureBlockedStack(of: tid))
+            let left = deadline - MonotonicClock.now()
+            let stack: CapturedStack?
+            if info.syscall.blockedSyscall != nil || !maySignal {
+                stack = try? sampler.captureBlockedStack(of: tid)
+            } else if left >= .milliseconds(1) {
+                stack = try? sampler.captureStack(of: tid, timeout: min(.milliseconds(20), left))
+            } else {
+                stack = nil
+            }
             let frames = stack.map { s in
                 symbolizer.symbolize(s).map { f in
                     ReportFrame(address: UInt64(f.address),

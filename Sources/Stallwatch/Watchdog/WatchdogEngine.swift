@@ -20,13 +20,15 @@ final class WatchdogEngine {
     /// The watchdog's own scheduling: when it planned to wake, and its thread's CPU and run-queue
     /// wait when it began waiting. The evidence that tells a stopped process from a late watchdog.
     private var plannedWake: MonotonicInstant?
-    private var ownAtWait: (cpu: Duration, runQueueWait: Duration?)?
+    private var ownAtWait: (cpu: Duration, runQueueWait: Duration?, at: MonotonicInstant)?
     private let suspensionJudge = SuspensionJudge()
     /// How late this round started (zero when on time), stated in its reports.
     private var lateness: Duration = .zero
     /// Set while the sampling signal is not ours: no ring, no signal capture, only /proc evidence.
     private var signalLost: SignalOwnership?
     private var maySignal: Bool { signalLost == nil }
+    /// When this round's time for one-off captures of stalled threads runs out.
+    private var captureBudgetEnd = MonotonicInstant(nanoseconds: 0)
     private var cpuPolicy: CPUPolicy
     private var lastProcessCPU: Duration?
     private var lastCPUAt: MonotonicInstant?
@@ -86,6 +88,7 @@ final class WatchdogEngine {
         let now = MonotonicClock.now()
         let stopped = judgeSuspension(now: now)
         checkSignalOwnership()
+        captureBudgetEnd = now + max(configuration.threshold / 20, .milliseconds(20))
         var next = now + configuration.checkPeriod
         if let poolWatcher {
             if poolWatcher.anyInJob || nextPoolScan.map({ now >= $0 }) ?? true {
@@ -125,7 +128,7 @@ final class WatchdogEngine {
         }
         plannedWake = next
         let own = ownThreadFigures()
-        ownAtWait = own
+        ownAtWait = (own.cpu, own.runQueueWait, MonotonicClock.now())
         return next
     }
 
@@ -182,11 +185,15 @@ final class WatchdogEngine {
             lateness = .zero
             return .zero
         }
+        // Late as seen by the loops: from the planned instant. Only the part spent waiting can be
+        // a stop: a round that ran past the plan was running (or blocked on a capture), not stopped.
         let late = now > planned ? now - planned : .zero
+        let waitedFrom = max(planned, before.at)
+        let lateInWait = now > waitedFrom ? now - waitedFrom : .zero
         let after = ownThreadFigures()
         var waitDelta: Duration?
         if let a = after.runQueueWait, let b = before.runQueueWait { waitDelta = a - b }
-        let stopped = suspensionJudge.stoppedTime(lateness: late, runQueueWait: waitDelta, cpuTime: after.cpu - before.cpu)
+        let stopped = suspensionJudge.stoppedTime(lateness: lateInWait, runQueueWait: waitDelta, cpuTime: after.cpu - before.cpu)
         lateness = late - (stopped ?? .zero)
         if let stopped, stopped > .zero {
             logger.info("process was stopped; stopped time is not counted as busy", metadata: [
@@ -275,9 +282,26 @@ final class WatchdogEngine {
 
     private func considerReport(_ m: LoopMonitor, since: MonotonicInstant, elapsed: Duration, now: MonotonicInstant) {
         guard let thread = m.stallThread ?? m.source.thread else { return }
-        if m.samples.isEmpty, let one = try? (maySignal ? sampler.captureStack(of: thread) : sampler.captureBlockedStack(of: thread)) {
+        // A stall first reported without any stack is not reported again when samples arrive:
+        // its final report, rewritten when it ends, carries them.
+        if m.reportedThisStall, m.firstReport?.sampleCount == 0 { return }
+        var captureFailure: String?
+        if m.samples.isEmpty {
             // Runnable but not running (starved), or not yet sampled: one capture to have a stack.
-            m.append([one], capacity: configuration.ringCapacity)
+            // Bounded per round: a starved thread may not get a CPU to answer, and with many loops
+            // stalled at once the others' detection would wait for every timeout in turn.
+            let remaining = captureBudgetEnd - MonotonicClock.now()
+            if maySignal && remaining < .milliseconds(1) {
+                captureFailure = "this round's time for captures was spent on other stalled loops"
+            } else {
+                do {
+                    let one = try maySignal ? sampler.captureStack(of: thread, timeout: min(.milliseconds(20), remaining))
+                                            : sampler.captureBlockedStack(of: thread)
+                    m.append([one], capacity: configuration.ringCapacity)
+                } catch {
+                    captureFailure = signalLost?.description ?? "\(error)"
+                }
+            }
         }
         let samples = m.samples.map(builder.stackSample)
         let tree = CallTree(samples: samples)
@@ -285,7 +309,8 @@ final class WatchdogEngine {
         // later round reports again only when that path changed.
         let signature = StackSignature(dominantPathOf: tree)
         if m.reportedSignatures.contains(where: { signature.isSameStall(as: $0) }) { return }
-        let decision = m.filter.evaluate(signature, round: m.stallRound, now: now, stackRequired: maySignal || tree.sampleCount > 0)
+        // No stack at all is no reason for silence: the cause and the duration are evidence.
+        let decision = m.filter.evaluate(signature, round: m.stallRound, now: now, stackRequired: tree.sampleCount > 0)
         guard case .report(let counters) = decision else {
             if case .filtered(let reason) = decision {
                 emit(.filtered(loop: m.source.name, reason: reason))
@@ -296,8 +321,8 @@ final class WatchdogEngine {
         let facts = roundFacts(now: now)
         let gathered = StallEvidence.gather(thread: thread, baseline: m.baseline, now: now, threadCount: facts.threads.count)
         var cause = CauseClassifier(configuration: configuration).classify(gathered.evidence)
-        if let lost = signalLost, tree.sampleCount == 0 {
-            cause.evidence += "; no stack: \(lost.description)"
+        if tree.sampleCount == 0 {
+            cause.evidence += "; no stack yet (\(captureFailure ?? "no sample")): the final report holds the samples taken later"
         }
         let process = facts.process
         let processCPUPercent: Double = {
@@ -363,7 +388,8 @@ final class WatchdogEngine {
         let threads = (try? ThreadList.current()) ?? []
         var others: [ThreadStack]?
         if case .walkAllThreads = ThreadCountPolicy(cutoff: configuration.threadCountCutoff).evaluate(threadCount: threads.count) {
-            others = builder.otherThreads(except: [ownThread], threads: threads, maySignal: maySignal)
+            others = builder.otherThreads(except: [ownThread], threads: threads, maySignal: maySignal,
+                                          deadline: MonotonicClock.now() + max(configuration.threshold / 20, .milliseconds(20)))
         }
         let facts = RoundFacts(at: now, threads: threads, otherThreads: others, process: try? ProcessStats.current(),
                                topology: ReportBuilder.numaFacts(stalledThread: nil).nodes)

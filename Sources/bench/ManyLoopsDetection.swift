@@ -1,0 +1,128 @@
+import Foundation
+import Glibc
+import Stallwatch
+import StallwatchPolicy
+import Synchronization
+
+/// One case of `bench detect`'s many-loops table: `loops` heartbeat loops on threads of their own,
+/// `stalled` of which stall at the same instant, `repeats` times.
+struct ManyLoopsCase: Codable {
+    enum Kind: String, Codable { case sleep, spin }
+
+    var loops: Int
+    var stalled: Int
+    var kind: Kind
+    var thresholdMilliseconds: Int
+    var repeats: Int
+
+    /// More spinning threads than cores: the watchdog itself competes for a CPU.
+    var saturated: Bool { kind == .spin && stalled >= ProcessInfo.processInfo.activeProcessorCount }
+}
+
+/// What one case measured.
+struct ManyLoopsResult: Codable {
+    var stalls: Int
+    var reported: Int
+    var missed: Int
+    var duplicates: Int
+    var latencyP50Milliseconds: Double
+    var latencyP99Milliseconds: Double
+    var latencyMaxMilliseconds: Double
+    var worstLatenessMilliseconds: Double
+}
+
+/// Runs one case. Every loop ticks (busy 1 ms, idle 50 ms) while it is not stalled, so the
+/// watchdog sees live, healthy loops beside the stalled ones; reports go to a temporary directory,
+/// as in a service.
+func runManyLoops(_ c: ManyLoopsCase) throws -> ManyLoopsResult {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-detect-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    // First stall event per loop name in the current round, and how many.
+    let firstEvent = Mutex<[String: (at: Int, count: Int)]>([:])
+    let lateness = Mutex<Double>(0)
+    let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(c.thresholdMilliseconds)),
+                                reportDirectory: directory) { event in
+        guard case .stall(let report) = event, let loop = report.loopName else { return }
+        let now = Workload.now()
+        firstEvent.withLock { table in
+            let previous = table[loop]
+            table[loop] = (previous?.at ?? now, (previous?.count ?? 0) + 1)
+        }
+        let late = Double(report.watchdogLatenessNanoseconds) / 1e6
+        lateness.withLock { $0 = max($0, late) }
+    }
+    let probes = (0..<c.loops).map { watchdog.makeProbe(name: "loop-\($0)") }
+    try watchdog.start()
+    defer { watchdog.stop() }
+
+    let stallUntil = Atomic<Int>(0)     // while now < this, loops below `stalled` stall
+    let stallStart = Atomic<Int>(0)
+    let busyAt = Mutex<[Int: Int]>([:])  // loop index -> when it called busy() for this round's stall
+    let stop = Atomic<Bool>(false)
+    let stallDuration = (2 * c.thresholdMilliseconds + 100) * 1_000_000
+    var threads: [Thread] = []
+    for (index, probe) in probes.enumerated() {
+        let thread = Thread {
+            var handled = 0
+            while !stop.load(ordering: .acquiring) {
+                let start = stallStart.load(ordering: .acquiring)
+                if index < c.stalled, start != handled, Workload.now() < stallUntil.load(ordering: .acquiring) {
+                    handled = start
+                    let began = Workload.now()
+                    busyAt.withLock { $0[index] = began }
+                    probe.busy()
+                    let end = began + stallDuration
+                    switch c.kind {
+                    case .sleep: while Workload.now() < end { usleep(UInt32(max((end - Workload.now()) / 1000, 1))) }
+                    case .spin: while Workload.now() < end {}
+                    }
+                    probe.idle()
+                    continue
+                }
+                probe.busy()
+                usleep(1000)
+                probe.idle()
+                usleep(50_000)
+            }
+        }
+        thread.stackSize = 256 * 1024
+        thread.start()
+        threads.append(thread)
+    }
+    usleep(300_000)
+    var latencies: [Double] = []
+    var missed = 0, duplicates = 0
+    for _ in 0..<c.repeats {
+        firstEvent.withLock { $0.removeAll() }
+        busyAt.withLock { $0.removeAll() }
+        let start = Workload.now()
+        // Loops pick the round up when they next wake; on saturated CPUs that can take a while, so
+        // the round stays open until every stalled loop has begun (bounded), and each is timed
+        // from its own busy().
+        stallUntil.store(start + 5_000_000_000, ordering: .releasing)
+        stallStart.store(start, ordering: .releasing)
+        while busyAt.withLock({ $0.count }) < c.stalled && Workload.now() < start + 5_000_000_000 { usleep(10_000) }
+        stallUntil.store(0, ordering: .releasing)
+        let lastBegan = busyAt.withLock { $0.values.max() } ?? start
+        // The stall, then enough for late reports and for loops to settle.
+        let settle = lastBegan + stallDuration + 600_000_000
+        while Workload.now() < settle { usleep(10_000) }
+        let events = firstEvent.withLock { $0 }
+        let began = busyAt.withLock { $0 }
+        for index in 0..<c.stalled {
+            if let e = events["loop-\(index)"], let at = began[index] {
+                latencies.append(Double(e.at - at) / 1e6)
+                duplicates += e.count - 1
+            } else {
+                missed += 1
+            }
+        }
+    }
+    stop.store(true, ordering: .releasing)
+    usleep(100_000)
+    let stalls = c.stalled * c.repeats
+    return ManyLoopsResult(
+        stalls: stalls, reported: stalls - missed, missed: missed, duplicates: duplicates,
+        latencyP50Milliseconds: Stats.percentile(latencies, 50), latencyP99Milliseconds: Stats.percentile(latencies, 99),
+        latencyMaxMilliseconds: latencies.max() ?? .nan, worstLatenessMilliseconds: lateness.withLock { $0 })
+}
