@@ -7,6 +7,7 @@ scripts/install-deps.sh
 CFLAGS=(-Xcc -Werror -Xcc -Wall -Xcc -Wextra)
 swift build --build-tests "${CFLAGS[@]}"
 # What the signal handler can call, read from the compiled objects: fails on malloc, locks, etc.
+python3 scripts/check-readme-snippets.py
 python3 scripts/check-handler-safety.py $(find .build -path '*/debug/CSampler.build/*.o')
 # Serially: several suites measure CPU time and scheduling; on 2 cores, parallel suites would
 # starve each other's "busy" threads and turn a CPU-bound stall into a starved one.

@@ -13,18 +13,6 @@ let port = Int(environment["PORT"] ?? "") ?? 8080
 let thresholdMilliseconds = Int(environment["STALLWATCH_THRESHOLD_MS"] ?? "") ?? 500
 let logger = Logger(label: "hummingbird-server")
 
-// One group for the server, so the watchdog can ping each of its event loops.
-let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
-
-let watchdog = try Watchdog(
-    configuration: WatchdogConfiguration(threshold: .milliseconds(thresholdMilliseconds)),
-    reportDirectory: environment["STALLWATCH_REPORT_DIR"],
-    logger: Logger(label: "stallwatch"),
-    onEvent: { event in print(event.jsonLine); fflush(nil) })
-watchdog.monitor(eventLoopGroup: group)              // every NIO event loop, pinged
-watchdog.monitor(PingProbe.cooperativePool())       // the whole pool starved
-// Single route-handler jobs that block their pool thread are watched by default (watchPoolJobs).
-
 let router = Router()
 router.get("/") { _, _ in "ok\n" }
 router.get("/block/:kind") { request, context -> String in
@@ -40,6 +28,18 @@ router.get("/block/:kind") { request, context -> String in
     return "blocked \(kind) \(milliseconds) ms\n"
 }
 
+// One group for the server, so the watchdog can ping each of its event loops.
+let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+
+let watchdog = try Watchdog(
+    configuration: WatchdogConfiguration(threshold: .milliseconds(thresholdMilliseconds)),
+    reportDirectory: environment["STALLWATCH_REPORT_DIR"],
+    logger: Logger(label: "stallwatch"),
+    onEvent: { event in print(event.jsonLine); fflush(nil) })
+watchdog.monitor(eventLoopGroup: group)              // every NIO event loop, pinged
+watchdog.monitor(PingProbe.cooperativePool())       // the whole pool starved
+// Single route-handler jobs that block their pool thread are watched by default (watchPoolJobs).
+
 let app = Application(
     router: router,
     configuration: .init(address: .hostname("127.0.0.1", port: port)),
@@ -50,9 +50,15 @@ let app = Application(
     eventLoopGroupProvider: .shared(group),
     logger: logger)
 
+// A loop of the service's own, watched by heartbeats; it runs in a task beside the services.
+let (jobs, submit) = AsyncStream.makeStream(of: (@Sendable () -> Void).self)
+let ingest = Task { await runIngestLoop(jobs, watchdog: watchdog) }
+
 let services = ServiceGroup(configuration: .init(
     services: [app, watchdog],
     gracefulShutdownSignals: [.sigterm, .sigint],
     logger: logger))
-try await services.run()
+try await services.run()   // until SIGTERM/SIGINT: then the watchdog stops and flushes its reports
+submit.finish()
+await ingest.value
 try await group.shutdownGracefully()
