@@ -84,3 +84,22 @@ import Testing
         #expect(partial.ringCapacity == 4)
     }
 }
+
+@Suite struct SamplerLimitTests {
+    @Test func valuesTheSamplerCannotServeAreRefusedByName() {
+        for (configuration, field) in [
+            (WatchdogConfiguration(maxFrames: 257), "maxFrames"),
+            (WatchdogConfiguration(ringCapacity: 1025), "ringCapacity"),
+        ] {
+            #expect(throws: ConfigurationError.self) { try configuration.validated() }
+            do { _ = try configuration.validated() } catch { #expect(error.field == field) }
+        }
+        #expect(throws: Never.self) { try WatchdogConfiguration(ringCapacity: 1024, maxFrames: 256).validated() }
+    }
+
+    @Test func aLongThresholdKeepsSampling() throws {
+        // 200 s at 50 ms would want 2 000 samples a period; the ring holds 1 024.
+        let c = try WatchdogConfiguration(threshold: .seconds(200)).validated()
+        #expect(c.ringCapacity == WatchdogConfiguration.maximumRingCapacity)
+    }
+}

@@ -3,6 +3,7 @@ import CSamplerTestSupport
 import Foundation
 import Glibc
 import Synchronization
+import StallwatchPolicy
 import Testing
 @testable import Stallwatch
 
@@ -218,5 +219,13 @@ struct SymbolizationTests {
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(text.contains("Build ID: \(id)"), "readelf says: \(text.prefix(400))")
         #expect(Demangler.demangle("$sSi") == "Swift.Int")
+    }
+}
+
+@Suite struct SamplerLimitsMatchPolicy {
+    @Test("the policy's limits are the C sampler's")
+    func limitsAgree() {
+        #expect(WatchdogConfiguration.maximumFrames == Int(SW_MAX_FRAMES))
+        #expect(WatchdogConfiguration.maximumRingCapacity == Int(SW_RING_MAX_CAPACITY))
     }
 }

@@ -30,6 +30,67 @@ import Glibc
         return info.st_mode & 0o777
     }
 
+    @Test("retention goes by file time: a file named in the future still expires")
+    func retentionByFileTime() throws {
+        let dir = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = ReportStore(directory: dir)
+        let real = try store.write(Self.report("real"), now: Self.date(0))
+        // A report whose name claims the year 2100, last written 11 days before now.
+        let future = dir + "/sw-0004102444800000-stall-planted.json"
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: future))
+        var old = [timespec(tv_sec: Int(Self.date(-11 * Self.day).timeIntervalSince1970), tv_nsec: 0),
+                   timespec(tv_sec: Int(Self.date(-11 * Self.day).timeIntervalSince1970), tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, future, &old, 0) == 0)
+        let removed = try store.prune(now: Self.date(1))
+        #expect(removed == [future])
+        #expect(try store.storedReports().map(\.path) == [real])
+    }
+
+    @Test("a directory other users can write is refused with a message, unless allowed")
+    func sharedDirectoryRefused() throws {
+        let dir = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(mkdir(dir, 0o777) == 0)
+        #expect(chmod(dir, 0o777) == 0)
+        #expect(throws: ReportStoreError.directoryWritableByOthers(path: dir, mode: UInt32(S_IFDIR) | 0o777)) {
+            try ReportStore(directory: dir).write(Self.report("x"))
+        }
+        #expect("\(ReportStoreError.directoryWritableByOthers(path: dir, mode: 0o40777))".contains("chmod go-w"))
+        let shared = ReportStore(directory: dir, limits: ReportStoreLimits(allowSharedDirectory: true))
+        #expect(throws: Never.self) { try shared.write(Self.report("x")) }
+    }
+
+    @Test("files of another owner are never deleted, even over the limits")
+    func othersFilesKept() throws {
+        try #require(geteuid() == 0, "needs root to give a file to another user")
+        let dir = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = ReportStore(directory: dir, limits: ReportStoreLimits(maxCount: 1))
+        let theirs = try store.write(Self.report("theirs"), now: Self.date(0))
+        #expect(chown(theirs, 65534, 65534) == 0) // nobody
+        let mine = try store.write(Self.report("mine"), now: Self.date(1))
+        #expect(FileManager.default.fileExists(atPath: theirs))
+        #expect(try store.storedReports().map(\.path) == [mine])
+    }
+
+    @Test("temporary files of writers that died are swept; a live writer's are kept")
+    func sweepsCrashLeftovers() throws {
+        let dir = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = ReportStore(directory: dir)
+        _ = try store.write(Self.report("a"), now: Date())
+        // No process has pid 2^22 + 1 (above Linux's pid_max ceiling): its writer is gone.
+        let dead = dir + "/.sw-tmp-4194305-7-sw-0000000000000001-stall-x.json"
+        let live = dir + "/.sw-tmp-\(getpid())-7-sw-0000000000000001-stall-y.json"
+        try Data("{".utf8).write(to: URL(fileURLWithPath: dead))
+        try Data("{".utf8).write(to: URL(fileURLWithPath: live))
+        #expect(store.sweepTemporaryFiles() == [dead])
+        #expect(FileManager.default.fileExists(atPath: live))
+        _ = try store.write(Self.report("b"), now: Date().addingTimeInterval(7200))
+        #expect(!FileManager.default.fileExists(atPath: live), "an hour-old temporary file is stale")
+    }
+
     @Test("replacing a report rewrites its own file: one file, new content, still 0600")
     func replacesInPlace() throws {
         let dir = Self.scratch()

@@ -1,3 +1,5 @@
+import struct Foundation.Date
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -7,8 +9,9 @@ import Darwin
 /// The few POSIX operations the report store needs, with `errno` kept for typed errors.
 /// Plain system calls rather than FileManager so that modes, `O_EXCL` and `fsync` are explicit.
 enum ReportDirectoryIO {
-    /// Creates `path` and missing parents with mode 0700; an existing directory is accepted.
-    static func ensureDirectory(_ path: String) throws(ReportStoreError) {
+    /// Creates `path` and missing parents with mode 0700; an existing directory is accepted unless
+    /// other users can write it (and `allowShared` is false).
+    static func ensureDirectory(_ path: String, allowShared: Bool = false) throws(ReportStoreError) {
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             prefix += "/" + component
@@ -19,11 +22,23 @@ enum ReportDirectoryIO {
         var info = stat()
         guard stat(path, &info) == 0 else { throw .cannotCreateDirectory(path: path, errno: errno) }
         guard (info.st_mode & S_IFMT) == S_IFDIR else { throw .notADirectory(path: path) }
+        if !allowShared, (info.st_mode & 0o022) != 0 {
+            throw .directoryWritableByOthers(path: path, mode: UInt32(info.st_mode))
+        }
+    }
+
+    /// Size and modification time of a regular file owned by `owner`, or `nil` (not a regular
+    /// file, someone else's, or vanished). `lstat`: a symlink is never followed.
+    static func ownRegularFile(_ path: String, owner: uid_t) -> (bytes: Int, modifiedMilliseconds: Int64)? {
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == owner else { return nil }
+        return (Int(info.st_size), Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000)
     }
 
     /// Writes `bytes` to a new file at `path` (mode 0600, must not exist) and syncs it. On any
     /// failure the partial file is removed before throwing.
-    static func writeNewFile(_ path: String, _ bytes: [UInt8]) throws(ReportStoreError) {
+    /// Its modification time is set to `modified`: retention is by file time, and tests inject time.
+    static func writeNewFile(_ path: String, _ bytes: [UInt8], modified: Date) throws(ReportStoreError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .cannotWrite(path: path, errno: errno) }
         var failure: Int32?
@@ -42,6 +57,12 @@ enum ReportDirectoryIO {
             } else {
                 failure = result < 0 ? errno : EIO
             }
+        }
+        if failure == nil {
+            let seconds = modified.timeIntervalSince1970
+            let at = timespec(tv_sec: Int(seconds.rounded(.down)), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+            var times = [at, at]
+            if futimens(fd, &times) != 0 { failure = errno }
         }
         if failure == nil, fsync(fd) != 0 { failure = errno }
         if close(fd) != 0, failure == nil { failure = errno }

@@ -1,6 +1,7 @@
-/// The store's file naming: `sw-<16-digit Unix ms>-<kind>-<id>.json`. The time in the name
-/// (not the file's mtime) orders eviction and expiry, so a copied or touched file keeps its age
-/// and tests can inject time. Files not matching the pattern are never touched.
+/// The store's file naming: `sw-<16-digit Unix ms>-<kind>-<id>.json`, the write time in the name
+/// for people and `ls`. Eviction and expiry go by the file's own modification time, which the
+/// store sets when it writes (a name can lie: one dated in the future would never expire). Files
+/// not matching the pattern, or not owned by this user, are never touched.
 struct ReportFileName: Comparable {
     static let prefix = "sw-"
     static let suffix = ".json"

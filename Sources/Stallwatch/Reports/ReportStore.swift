@@ -13,14 +13,19 @@ public struct ReportStoreLimits: Sendable, Equatable {
     public var maxCount: Int
     /// Keep at most this many bytes of reports; the oldest are evicted first.
     public var maxTotalBytes: Int
-    /// Reports older than this (by the time in their file name) are deleted.
+    /// Reports older than this (by their file's modification time) are deleted.
     public var maxAge: Duration
+    /// Accept a directory that other users can write (false): in one, they could plant, swap or
+    /// delete report files. Even then the store only ever deletes files it owns.
+    public var allowSharedDirectory: Bool
 
-    /// Creates limits; the defaults are 200 reports, 64 MiB and 10 days.
-    public init(maxCount: Int = 200, maxTotalBytes: Int = 64 << 20, maxAge: Duration = .seconds(10 * 86_400)) {
+    /// Creates limits; the defaults are 200 reports, 64 MiB, 10 days and an owner-only directory.
+    public init(maxCount: Int = 200, maxTotalBytes: Int = 64 << 20, maxAge: Duration = .seconds(10 * 86_400),
+                allowSharedDirectory: Bool = false) {
         self.maxCount = maxCount
         self.maxTotalBytes = maxTotalBytes
         self.maxAge = maxAge
+        self.allowSharedDirectory = allowSharedDirectory
     }
 }
 
@@ -28,7 +33,7 @@ public struct ReportStoreLimits: Sendable, Equatable {
 public struct StoredReport: Sendable, Equatable {
     /// Full path.
     public var path: String
-    /// The write time recorded in the file name, Unix epoch milliseconds.
+    /// The file's modification time (its last write), Unix epoch milliseconds.
     public var unixMilliseconds: Int64
     /// Size in bytes.
     public var bytes: Int
@@ -72,13 +77,13 @@ public struct ReportStore: Sendable {
         guard bytes.count <= limits.maxTotalBytes else {
             throw .reportTooLarge(bytes: bytes.count, limit: limits.maxTotalBytes)
         }
-        try ReportDirectoryIO.ensureDirectory(directory)
+        try ReportDirectoryIO.ensureDirectory(directory, allowShared: limits.allowSharedDirectory)
         let name = replaceableName(previous, id: report.id, kind: report.kind.rawValue)
             ?? ReportFileName(unixMilliseconds: Self.milliseconds(now), kind: report.kind.rawValue, id: report.id)
         let finalPath = path(name.name)
         // Unique per process and per call, so two writers never share a temporary file.
         let temporaryPath = path("\(ReportFileName.temporaryPrefix)\(getpid())-\(UInt32.random(in: .min ... .max))-\(name.name)")
-        try ReportDirectoryIO.writeNewFile(temporaryPath, bytes)
+        try ReportDirectoryIO.writeNewFile(temporaryPath, bytes, modified: now)
         if rename(temporaryPath, finalPath) != 0 {
             let code = errno
             unlink(temporaryPath)
@@ -106,14 +111,32 @@ public struct ReportStore: Sendable {
         try prune(now: now, keeping: nil)
     }
 
-    /// The store's reports, oldest first. An absent directory holds none.
+    /// The store's reports, oldest first: regular files named as the store names them and owned by
+    /// this user (nothing else is ever touched). An absent directory holds none.
     public func storedReports() throws(ReportStoreError) -> [StoredReport] {
         guard access(directory, F_OK) == 0 else { return [] }
-        let names = try ReportDirectoryIO.list(directory).compactMap(ReportFileName.init(parsing:)).sorted()
-        return names.compactMap { name in
-            ReportDirectoryIO.regularFileSize(path(name.name)).map {
-                StoredReport(path: path(name.name), unixMilliseconds: name.unixMilliseconds, bytes: $0)
+        let owner = geteuid()
+        return try ReportDirectoryIO.list(directory).compactMap(ReportFileName.init(parsing:)).compactMap { name in
+            ReportDirectoryIO.ownRegularFile(path(name.name), owner: owner).map {
+                StoredReport(path: path(name.name), unixMilliseconds: $0.modifiedMilliseconds, bytes: $0.bytes)
             }
+        }.sorted { ($0.unixMilliseconds, $0.path) < ($1.unixMilliseconds, $1.path) }
+    }
+
+    /// Deletes temporary files this user's writers left behind (a crash between write and rename):
+    /// those of processes that no longer run, and any older than an hour. Returns removed paths.
+    @discardableResult
+    public func sweepTemporaryFiles(now: Date = Date()) -> [String] {
+        guard let names = try? ReportDirectoryIO.list(directory) else { return [] }
+        let owner = geteuid()
+        return names.filter { $0.hasPrefix(ReportFileName.temporaryPrefix) }.compactMap { name in
+            let full = path(name)
+            guard let file = ReportDirectoryIO.ownRegularFile(full, owner: owner) else { return nil }
+            let pid = name.dropFirst(ReportFileName.temporaryPrefix.count).prefix { $0 != "-" }
+            let writerGone = Int32(pid).map { kill($0, 0) != 0 && errno == ESRCH } ?? true
+            let stale = Self.milliseconds(now) - file.modifiedMilliseconds > 3_600_000
+            guard writerGone || stale, unlink(full) == 0 else { return nil }
+            return full
         }
     }
 
@@ -129,8 +152,8 @@ public struct ReportStore: Sendable {
 
     private func prune(now: Date, keeping protected: String?) throws(ReportStoreError) -> [String] {
         var reports = try storedReports()
+        var removed = sweepTemporaryFiles(now: now)
         let oldestAllowed = Self.milliseconds(now) - limits.maxAge.clampedNanoseconds / 1_000_000
-        var removed: [String] = []
         func remove(at index: Int) {
             if unlink(reports[index].path) == 0 || errno == ENOENT { removed.append(reports[index].path) }
             reports.remove(at: index)

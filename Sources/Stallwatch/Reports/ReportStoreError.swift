@@ -26,6 +26,9 @@ public enum ReportStoreError: Error, Equatable, Sendable, CustomStringConvertibl
     case decodingFailed(path: String, reason: String)
     /// The encoded report alone exceeds the directory's byte limit.
     case reportTooLarge(bytes: Int, limit: Int)
+    /// The directory can be written by other users (group or world), so they could plant or
+    /// swap report files; refused unless ``ReportStoreLimits/allowSharedDirectory``.
+    case directoryWritableByOthers(path: String, mode: UInt32)
 
     /// Whether the failure was the disk or quota being full.
     public var isOutOfSpace: Bool {
@@ -56,6 +59,8 @@ public enum ReportStoreError: Error, Equatable, Sendable, CustomStringConvertibl
             return "cannot encode report: \(reason)"
         case .decodingFailed(let path, let reason):
             return "\(path) is not a valid report: \(reason)"
+        case .directoryWritableByOthers(let path, let mode):
+            return "report directory \(path) is writable by other users (mode \(String(mode & 0o7777, radix: 8))): use a directory only this user can write (chmod go-w), or set allowSharedDirectory"
         case .reportTooLarge(let bytes, let limit):
             return "report of \(bytes) bytes exceeds the directory limit of \(limit) bytes"
         }

@@ -24,7 +24,7 @@ extension WatchdogConfiguration: Codable {
             ringCapacity: try c.decodeIfPresent(Int.self, forKey: .ringCapacity),
             maxFrames: try c.decodeIfPresent(Int.self, forKey: .maxFrames) ?? defaults.maxFrames,
             threadCountCutoff: try c.decodeIfPresent(Int.self, forKey: .threadCountCutoff) ?? defaults.threadCountCutoff,
-            suspensionLimit: try duration(.suspensionLimitNanoseconds) ?? defaults.suspensionLimit,
+            suspensionLimit: try duration(.suspensionLimitNanoseconds),
             reportCapPerWindow: try c.decodeIfPresent(Int.self, forKey: .reportCapPerWindow) ?? defaults.reportCapPerWindow,
             reportWindow: try duration(.reportWindowNanoseconds) ?? defaults.reportWindow,
             sampleContinuously: try c.decodeIfPresent(Bool.self, forKey: .sampleContinuously) ?? defaults.sampleContinuously,

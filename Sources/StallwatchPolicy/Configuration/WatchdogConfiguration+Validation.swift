@@ -35,6 +35,9 @@ extension WatchdogConfiguration {
         }
         try Self.requireAtLeastOne("ringCapacity", ringCapacity)
         try Self.requireAtLeastOne("maxFrames", maxFrames)
+        // Values the sampler cannot serve would silently disable sampling: refuse them here.
+        try Self.requireAtMost("ringCapacity", ringCapacity, Self.maximumRingCapacity, what: "samples a ring holds")
+        try Self.requireAtMost("maxFrames", maxFrames, Self.maximumFrames, what: "frames a sample holds")
         try Self.requireAtLeastOne("threadCountCutoff", threadCountCutoff)
         try Self.requireAtLeastOne("reportCapPerWindow", reportCapPerWindow)
         try Self.requireUnitFraction("suspicionFraction", suspicionFraction)
@@ -57,6 +60,12 @@ extension WatchdogConfiguration {
     static func requireAtLeastOne(_ field: String, _ value: Int) throws(ConfigurationError) {
         guard value >= 1 else {
             throw ConfigurationError(field: field, value: "\(value)", requirement: "must be at least 1")
+        }
+    }
+
+    static func requireAtMost(_ field: String, _ value: Int, _ limit: Int, what: String) throws(ConfigurationError) {
+        guard value <= limit else {
+            throw ConfigurationError(field: field, value: "\(value)", requirement: "must be at most \(limit), the \(what)")
         }
     }
 

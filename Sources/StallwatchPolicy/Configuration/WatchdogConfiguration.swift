@@ -15,16 +15,18 @@ public struct WatchdogConfiguration: Sendable, Equatable {
     public var checkPeriod: Duration
     /// Time between stack samples of a suspected loop (50 ms).
     public var sampleInterval: Duration
-    /// Samples kept per loop (checkPeriod / sampleInterval, 20 by default).
+    /// Samples kept per loop (checkPeriod / sampleInterval, 20 by default; at most
+    /// ``maximumRingCapacity``).
     public var ringCapacity: Int
-    /// Frames kept per sample (100).
+    /// Frames kept per sample (100; at most ``maximumFrames``).
     public var maxFrames: Int
     /// Above this many threads at a stall, other threads' stacks are not walked for the report (the
     /// cost grows with each thread). It never decides the cause. Default: 64 *(matrix)*, or 8 per
     /// online core on machines with more than 8 cores, where a few hundred threads are ordinary.
     public var threadCountCutoff: Int
-    /// A check round whose own wall gap exceeds this means the process was stopped (SIGSTOP,
-    /// debugger, VM pause): reset, never report (10 s).
+    /// Used only when the watchdog cannot read its own scheduler statistics (`schedstat`), which
+    /// normally tell a stopped process from a late watchdog: then a round this late is taken as a
+    /// stop (max(10 s, 2 × checkPeriod)).
     public var suspensionLimit: Duration
     /// At most this many reports per rolling ``reportWindow`` (100); the rest are counted.
     public var reportCapPerWindow: Int
@@ -57,7 +59,7 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         ringCapacity: Int? = nil,
         maxFrames: Int = 100,
         threadCountCutoff: Int? = nil,
-        suspensionLimit: Duration = .seconds(10),
+        suspensionLimit: Duration? = nil,
         reportCapPerWindow: Int = 100,
         reportWindow: Duration = .seconds(24 * 60 * 60),
         sampleContinuously: Bool = false,
@@ -74,7 +76,7 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         self.ringCapacity = ringCapacity ?? Self.derivedRingCapacity(period: period, interval: sampleInterval)
         self.maxFrames = maxFrames
         self.threadCountCutoff = threadCountCutoff ?? Self.defaultThreadCountCutoff(cores: Self.onlineCores)
-        self.suspensionLimit = suspensionLimit
+        self.suspensionLimit = suspensionLimit ?? max(.seconds(10), period * 2)
         self.reportCapPerWindow = reportCapPerWindow
         self.reportWindow = reportWindow
         self.sampleContinuously = sampleContinuously
@@ -84,6 +86,11 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         self.poolScanPeriod = poolScanPeriod ?? threshold / 2
         self.reclaimSignal = reclaimSignal
     }
+
+    /// The most frames one sample holds (the sampler's fixed capture buffer).
+    public static let maximumFrames = 256
+    /// The most samples one loop's sampling ring holds.
+    public static let maximumRingCapacity = 1024
 
     /// The default cut-off for a machine with `cores` online cores: `max(64, 8 × cores)`.
     public static func defaultThreadCountCutoff(cores: Int) -> Int {
@@ -97,7 +104,9 @@ public struct WatchdogConfiguration: Sendable, Equatable {
     static func derivedRingCapacity(period: Duration, interval: Duration) -> Int {
         guard interval > .zero, period > .zero else { return 1 }
         let ratio = period / interval
-        guard ratio.isFinite, ratio < Double(Int32.max) else { return 1 }
-        return max(1, Int(ratio))
+        guard ratio.isFinite else { return 1 }
+        // A long threshold at a short interval would ask for more than a ring holds: the ring keeps
+        // the newest samples, so take the most it can hold rather than disabling sampling.
+        return min(max(1, Int(min(ratio, Double(maximumRingCapacity)))), maximumRingCapacity)
     }
 }
