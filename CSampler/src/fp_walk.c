@@ -16,7 +16,7 @@ int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *c
             return 0; // the outermost frame record: a clean end
         }
         // A record is two words; it must lie inside the stack, above the previous one, aligned.
-        if (fp < prev || fp < lo || fp > hi - 16 || (fp & 7) != 0) {
+        if (hi < 16 || fp < prev || fp < lo || fp > hi - 16 || (fp & 7) != 0) { // hi - 16 must not wrap
             *count = n;
             return 1;
         }
@@ -54,7 +54,7 @@ int sw_fp_walk_context(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t hi, uint6
     uint64_t limit = sp + 8 * 8;
     if (f >= sp && f < limit) limit = f;
     if (limit > hi) limit = hi;
-    for (uint64_t a = sp; (sp & 7) == 0 && a + 8 <= limit; a += 8) {
+    for (uint64_t a = sp; (sp & 7) == 0 && a < limit && limit - a >= 8; a += 8) {
         leaf_words[(*leaf_count)++] = *(const uint64_t *)(uintptr_t)a;
     }
     return sw_fp_walk(fp, sp, hi, out, count, cap);

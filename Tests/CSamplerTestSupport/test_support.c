@@ -1,8 +1,13 @@
+#define _GNU_SOURCE
 #include "sw_test_support.h"
 #include "sw_ring.h"
 #include "sw_threads.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/epoll.h>
 #include <signal.h>
 #include <string.h>
 
@@ -89,4 +94,73 @@ int sw_test_fork_exec_many(int n) {
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failures++;
     }
     return failures;
+}
+
+typedef struct {
+    int fd;
+    _Atomic int stop;
+} sw_test_pipe_writer_t;
+
+static void *pipe_writer(void *arg) {
+    sw_test_pipe_writer_t *w = arg;
+    struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000000};
+    while (!atomic_load(&w->stop)) {
+        (void)!write(w->fd, "x", 1);
+        nanosleep(&ms, NULL);
+    }
+    return NULL;
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void burn_us(unsigned us) {
+    double end = now_s() + us / 1e6;
+    volatile uint64_t x = 1;
+    while (now_s() < end) {
+        for (int i = 0; i < 1000; i++) x = x * 6364136223846793005ULL + 1;
+    }
+}
+
+int sw_test_burst_and_block(double seconds, unsigned burst_us, uint64_t *eintr, uint64_t *calls) {
+    *eintr = 0;
+    *calls = 0;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) return -errno;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        int e = errno;
+        close(ep);
+        return -e;
+    }
+    sw_test_pipe_writer_t w = {.fd = p[1], .stop = 0};
+    pthread_t writer;
+    if (pthread_create(&writer, NULL, pipe_writer, &w) != 0) {
+        close(ep);
+        close(p[0]);
+        close(p[1]);
+        return -EAGAIN;
+    }
+    double end = now_s() + seconds;
+    struct epoll_event ev;
+    char buf[64];
+    while (now_s() < end) {
+        burn_us(burst_us);
+        struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000000};
+        if (nanosleep(&ms, NULL) != 0 && errno == EINTR) (*eintr)++;
+        burn_us(burst_us);
+        if (epoll_wait(ep, &ev, 1, 1) < 0 && errno == EINTR) (*eintr)++;
+        burn_us(burst_us);
+        if (read(p[0], buf, sizeof buf) < 0 && errno == EINTR) (*eintr)++;
+        *calls += 3;
+    }
+    atomic_store(&w.stop, 1);
+    pthread_join(writer, NULL);
+    close(ep);
+    close(p[0]);
+    close(p[1]);
+    return 0;
 }

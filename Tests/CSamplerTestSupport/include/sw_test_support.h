@@ -22,4 +22,10 @@ int sw_test_fork_child(int parent_ring, unsigned work_ms);
 /// Runs `n` fork + exec of /bin/true one after another; returns how many did not exit 0.
 int sw_test_fork_exec_many(int n);
 
+/// For `seconds`, alternates CPU bursts of about `burst_us` with blocking calls: nanosleep(1 ms),
+/// epoll_wait on an idle epoll instance (1 ms), and read() on a pipe that a helper thread writes
+/// every millisecond. Counts the calls that returned EINTR (none should, however this thread is
+/// sampled) into *eintr and the blocking calls made into *calls. Returns 0, or -errno on setup failure.
+int sw_test_burst_and_block(double seconds, unsigned burst_us, uint64_t *eintr, uint64_t *calls);
+
 #endif
