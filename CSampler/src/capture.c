@@ -202,9 +202,10 @@ static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc) {
             // Include the red zone below SP: the interrupted leaf may keep data there.
             uint64_t from = sp - 128 >= lo ? sp - 128 : lo;
             uint64_t to = hi - from > SW_COPY_BYTES ? from + SW_COPY_BYTES : hi;
-            memcpy(s->copy, (const void *)(uintptr_t)from, (size_t)(to - from));
+            from &= ~7ULL;
+            sw_copy_raw_words(s->copy, from, (to - from) & ~7ULL);
             s->copy_base = from;
-            s->copy_len = to - from;
+            s->copy_len = (to - from) & ~7ULL;
         }
     }
     st->handler_ns = (uint64_t)(sw_now_ns() - t0);

@@ -6,7 +6,7 @@
 #define SW_ASYNC_FP_BIT (1ULL << 60)
 
 // async-signal-safe: every read is checked to lie inside [lo, hi) first; no calls.
-int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *count, uint32_t cap) {
+SW_RAW_STACK_READER int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *count, uint32_t cap) {
     uint32_t n = *count;
     uint64_t prev = lo;
     while (n < cap) {
@@ -40,7 +40,7 @@ int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *c
 }
 
 // async-signal-safe: reads only [sp, hi) of the stack.
-int sw_fp_walk_context(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t hi, uint64_t *out, uint32_t *count,
+SW_RAW_STACK_READER int sw_fp_walk_context(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t hi, uint64_t *out, uint32_t *count,
                        uint32_t cap, uint64_t *leaf_words, uint8_t *leaf_count) {
     out[0] = pc;
     *count = 1;

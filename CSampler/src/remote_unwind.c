@@ -78,14 +78,14 @@ static int read_module(uint64_t addr, void *out, size_t n) {
     return 1;
 }
 
-static int read_word(const sw_stack_view_t *v, uint64_t addr, uint64_t *out) {
+SW_RAW_STACK_READER static int read_word(const sw_stack_view_t *v, uint64_t addr, uint64_t *out) {
     if (v->copy != NULL) {
         if (addr >= v->base && v->len >= 8 && addr - v->base <= v->len - 8) { // no wrap near 2^64
             memcpy(out, v->copy + (addr - v->base), 8);
             return 1;
         }
     } else if (addr >= v->live_lo && v->live_hi >= 8 && addr <= v->live_hi - 8) {
-        memcpy(out, (const void *)(uintptr_t)addr, 8);
+        *out = *(const volatile uint64_t *)(uintptr_t)addr;
         return 1;
     }
     // Anything else libunwind reads is unwind tables or code inside a module.

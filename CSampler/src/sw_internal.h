@@ -37,6 +37,27 @@ int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *c
 
 // Cookies in si_value tell our signals apart: capture requests ("SW") and ring ticks ("SR").
 #define SW_RING_COOKIE_MAGIC 0x5352ULL
+/// On functions that read another frame's raw stack memory (frame walks, the handler's stack
+/// copy): the words they read belong to frames with their own AddressSanitizer redzones, which
+/// are not errors of ours. Without it, any ASan-built program using Stallwatch aborts.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SW_RAW_STACK_READER __attribute__((no_sanitize("address")))
+#endif
+#endif
+#ifndef SW_RAW_STACK_READER
+#define SW_RAW_STACK_READER
+#endif
+
+/// Copies `bytes` (a multiple of 8) of raw stack word by word, unchecked by sanitizers.
+/// async-signal-safe.
+SW_RAW_STACK_READER static inline void sw_copy_raw_words(void *dst, uint64_t src, uint64_t bytes) {
+    uint64_t *d = (uint64_t *)dst;
+    // volatile: the compiler must not turn this into a memcpy call, which ASan intercepts.
+    const volatile uint64_t *s = (const volatile uint64_t *)(uintptr_t)src;
+    for (uint64_t i = 0; i < bytes / 8; i++) d[i] = s[i];
+}
+
 /// Top 16 bits of a request cookie (capture.c); the handler routes it to sw_capture_answer.
 #define SW_COOKIE_MAGIC 0x5357ULL
 
