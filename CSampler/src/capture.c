@@ -359,21 +359,23 @@ int sw_signal_blocked_by(int32_t tid, int signo) {
 }
 
 // Decides why a thread did not answer: gone, blocking the signal, or just late.
+// Past the deadline already: one SigBlk reading, no retries with pauses.
 static int classify_silence(int32_t tid, int signo) {
-    int blocked = sw_signal_blocked_by(tid, signo);
-    if (blocked < 0) return blocked;
-    return blocked ? SW_ERR_SIGNAL_BLOCKED : SW_ERR_TIMED_OUT;
+    uint64_t mask = 0;
+    int rc = sw_thread_sigblk(tid, &mask);
+    if (rc == -ESRCH) return SW_ERR_THREAD_GONE;
+    return rc == 0 && (mask & (1ULL << (signo - 1))) ? SW_ERR_SIGNAL_BLOCKED : SW_ERR_TIMED_OUT;
 }
 
 // Before the first request to a thread: does it block the signal (libdispatch threads block
 // nearly all), and is its stack in the map table (a new thread's stack may be newer than it)?
-static int check_new_target(int32_t tid, int signo) {
+static int check_new_target(int32_t tid, int signo, int64_t deadline_ns) {
     uint32_t h = (uint32_t)tid % SW_TID_CACHE;
     if (atomic_load_explicit(&g_ok_tids[h], memory_order_relaxed) == tid) return 0;
     int blocked = sw_signal_blocked_by(tid, signo);
     if (blocked < 0) return blocked;
     if (blocked) return SW_ERR_SIGNAL_BLOCKED;
-    sw_maps_rebuild();
+    if (sw_maps_rebuild_until(deadline_ns) == SW_ERR_TIMED_OUT) return SW_ERR_TIMED_OUT;
     atomic_store_explicit(&g_ok_tids[h], tid, memory_order_relaxed);
     return 0;
 }
@@ -403,7 +405,7 @@ static int validate(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, in
 }
 
 // Copies the answer out of the slot and, for libunwind, unwinds it here (outside the handler).
-static void collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live, sw_stack_t *out) {
+static void collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live, int64_t deadline_ns, sw_stack_t *out) {
     const sw_stack_t *st = &PAYLOAD(s)->stack;
     out->count = st->count;
     out->unwinder = st->unwinder;
@@ -432,7 +434,7 @@ static void collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live, sw
             view.base = s->copy_base;
             view.len = s->copy_len;
         }
-        sw_remote_unwind(&view, out, max_frames);
+        sw_remote_unwind(&view, out, max_frames, deadline_ns);
         out->unwinder = SW_UNWIND_LIBUNWIND;
     }
 }
@@ -445,9 +447,11 @@ int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t
     int signo = sw_sampler_signal();
     int64_t t_start = sw_now_ns();
     int64_t deadline = t_start + timeout_ns;
-    rc = check_new_target(tid, signo);
+    // The deadline covers everything: the new-thread check, the signal, the unwind, the retry.
+    rc = check_new_target(tid, signo, deadline);
     if (rc != 0) return rc;
     for (int attempt = 0; attempt < 2; attempt++) {
+        if (sw_now_ns() >= deadline) return SW_ERR_TIMED_OUT;
         uint32_t gen;
         int idx = claim_slot(&gen);
         if (idx < 0) return SW_ERR_BUSY;
@@ -473,7 +477,7 @@ int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t
         if (rc != 0) {
             if (abandon_slot(s, gen) == 0) {
                 // Give the running handler a moment: it is bounded and almost done.
-                wait_state(s, gen, sw_now_ns() + 2000000, &final_state);
+                wait_state(s, gen, sw_now_ns() + 1000000, &final_state);
             }
             forget_target(tid);
             return classify_silence(tid, signo);
@@ -482,10 +486,10 @@ int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t
         if (!PAYLOAD(s)->stack.stack_known && attempt == 0) {
             // The stack is newer than our map table: refresh and ask once more.
             free_slot(s, gen);
-            sw_maps_rebuild();
+            if (sw_maps_rebuild_until(deadline) == SW_ERR_TIMED_OUT) return SW_ERR_TIMED_OUT;
             continue;
         }
-        collect(s, tid, max_frames, 0, out);
+        collect(s, tid, max_frames, 0, deadline, out);
         out->latency_ns = (uint64_t)(t_answer - t_sent);
         free_slot(s, gen);
         return 0;
@@ -525,7 +529,7 @@ int sw_snapshot_hold(const int32_t *tids, size_t n, sw_unwinder_t unwinder, uint
         int32_t tid = tids[i];
         if (tid <= 0) { results[i] = SW_ERR_INVALID; continue; }
         if (tid == self) { results[i] = SW_ERR_SELF; continue; }
-        if ((results[i] = check_new_target(tid, signo)) != 0) continue;
+        if ((results[i] = check_new_target(tid, signo, INT64_MAX)) != 0) continue;
         uint32_t gen;
         int idx = claim_slot(&gen);
         if (idx < 0) { results[i] = SW_ERR_BUSY; continue; }
@@ -581,7 +585,8 @@ int sw_snapshot_hold(const int32_t *tids, size_t n, sw_unwinder_t unwinder, uint
     for (size_t i = 0; i < n; i++) {
         if (idxs[i] < 0 || results[i] != 0) continue;
         uint64_t latency = outs[i].latency_ns;
-        collect(&g_slots[idxs[i]], tids[i], max_frames, 1, &outs[i]);
+        // Threads are parked until park_deadline: unwinding past it would read stacks that move.
+        collect(&g_slots[idxs[i]], tids[i], max_frames, 1, park_deadline, &outs[i]);
         outs[i].latency_ns = latency;
     }
     return held;

@@ -2,6 +2,8 @@
 // only ever read memory that is mapped. Built from /proc/self/maps without malloc.
 #include "sw_internal.h"
 
+#include <stdint.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -60,7 +62,17 @@ static int parse_line(const char *line, sw_map_t *m) {
 }
 
 int sw_maps_rebuild(void) {
-    pthread_mutex_lock(&g_rebuild_lock);
+    return sw_maps_rebuild_until(INT64_MAX);
+}
+
+int sw_maps_rebuild_until(int64_t deadline_ns) {
+    if (deadline_ns == INT64_MAX) {
+        pthread_mutex_lock(&g_rebuild_lock);
+    } else {
+        // Another thread rebuilding now makes this one wait: never past the caller's deadline.
+        struct timespec until = {.tv_sec = deadline_ns / 1000000000LL, .tv_nsec = deadline_ns % 1000000000LL};
+        if (pthread_mutex_clocklock(&g_rebuild_lock, CLOCK_MONOTONIC, &until) != 0) return SW_ERR_TIMED_OUT;
+    }
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;

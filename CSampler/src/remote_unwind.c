@@ -184,13 +184,20 @@ int sw_remote_unwind_init(void) {
     return g_init_rc;
 }
 
-int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_frames) {
+int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_frames, int64_t deadline_ns) {
     if (sw_remote_unwind_init() != 0) return SW_ERR_NOT_INSTALLED;
     if (max_frames > SW_MAX_FRAMES) max_frames = SW_MAX_FRAMES;
     unw_cursor_t cursor;
     out->count = 0;
     out->truncated = 0;
-    pthread_mutex_lock(&g_unwind_lock);
+    // The unwinder's state is shared: another capture unwinding now makes this one wait, but
+    // never past its deadline. Out of time: the PC alone, marked truncated.
+    struct timespec until = {.tv_sec = deadline_ns / 1000000000LL, .tv_nsec = deadline_ns % 1000000000LL};
+    if (pthread_mutex_clocklock(&g_unwind_lock, CLOCK_MONOTONIC, &until) != 0) {
+        out->frames[out->count++] = view->regs->r[UNW_X86_64_RIP];
+        out->truncated = 1;
+        return 0;
+    }
     g_pages.used = 0;
     g_pages.next = 0;
     g_self_pid = getpid();
@@ -202,7 +209,7 @@ int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_
         return 0;
     }
     for (;;) {
-        if (out->count >= max_frames) {
+        if (out->count >= max_frames || ((out->count & 15) == 15 && sw_now_ns() > deadline_ns)) {
             out->truncated = 1;
             break;
         }

@@ -16,6 +16,9 @@ enum { SW_MAP_READ = 1, SW_MAP_WRITE = 2, SW_MAP_EXEC = 4 };
 
 /// Rebuilds the table. Serialized by a mutex. Not for handlers.
 int sw_maps_rebuild(void);
+/// The same, giving up with SW_ERR_TIMED_OUT rather than waiting past `deadline_ns`
+/// (CLOCK_MONOTONIC) for another thread's rebuild.
+int sw_maps_rebuild_until(int64_t deadline_ns);
 
 /// The mapping [lo, hi) containing `addr` with all of `need` permission bits; 0 when none or when
 /// the table was being rewritten. async-signal-safe: reads static memory only, no locks.
@@ -120,7 +123,7 @@ typedef struct sw_stack_view {
 int sw_remote_unwind_init(void);
 
 /// Unwinds with libunwind from `view`, appending frames to `out`. Not for handlers.
-int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_frames);
+int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_frames, int64_t deadline_ns);
 
 // ---- time -----------------------------------------------------------------------------------
 
