@@ -24,6 +24,8 @@ if [ "$#" -eq 0 ]; then
   ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     swift test --skip-build --scratch-path .build-asan --no-parallel \
     --skip 'WatchdogEndToEndTests|WatchdogDeliveryTests|PoolJobTests|blockedInRead'
+  # libFuzzer on the /proc parsers and the report decoder, a minute each; earlier crashes replayed.
+  scripts/fuzz.sh
   # Real servers (Hummingbird 2, raw SwiftNIO) from Examples/, driven over 127.0.0.1.
   scripts/e2e-servers.sh
 fi

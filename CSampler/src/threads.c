@@ -2,6 +2,7 @@
 // No malloc and no stdio: everything goes through fixed stack buffers and raw open/read/close,
 // so the watchdog can call these while other threads are parked or hold the allocator lock.
 #include "sw_threads.h"
+#include "proc_parse.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -117,59 +118,6 @@ static int read_task_file(int32_t tid, const char *leaf, char *buf, size_t cap) 
     return (int)len;
 }
 
-static const char *skip_spaces(const char *p) {
-    while (*p == ' ' || *p == '\t') p++;
-    return p;
-}
-
-static const char *skip_token(const char *p) {
-    while (*p != '\0' && *p != ' ' && *p != '\t' && *p != '\n') p++;
-    return p;
-}
-
-// Decimal, optionally negative. Returns the end or NULL when there is no digit.
-static const char *parse_int64(const char *p, int64_t *out) {
-    bool negative = false;
-    if (*p == '-') {
-        negative = true;
-        p++;
-    }
-    if (*p < '0' || *p > '9') return NULL;
-    uint64_t v = 0;
-    while (*p >= '0' && *p <= '9') v = v * 10 + (uint64_t)(*p++ - '0');
-    *out = negative ? -(int64_t)v : (int64_t)v;
-    return p;
-}
-
-static const char *parse_uint64(const char *p, uint64_t *out) {
-    if (*p < '0' || *p > '9') return NULL;
-    uint64_t v = 0;
-    while (*p >= '0' && *p <= '9') v = v * 10 + (uint64_t)(*p++ - '0');
-    *out = v;
-    return p;
-}
-
-// Hex with an optional 0x prefix (syscall args have it, SigBlk does not).
-static const char *parse_hex(const char *p, uint64_t *out) {
-    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) p += 2;
-    uint64_t v = 0;
-    const char *start = p;
-    for (;; p++) {
-        unsigned d;
-        if (*p >= '0' && *p <= '9') d = (unsigned)(*p - '0');
-        else if (*p >= 'a' && *p <= 'f') d = (unsigned)(*p - 'a' + 10);
-        else if (*p >= 'A' && *p <= 'F') d = (unsigned)(*p - 'A' + 10);
-        else break;
-        v = (v << 4) | d;
-    }
-    if (p == start) return NULL;
-    *out = v;
-    return p;
-}
-
-// ---- public API ----
-
-// async-signal-safe: open, raw getdents64, close; no locks, no allocation.
 int sw_threads_list(int32_t *tids, size_t cap, size_t *count) {
     if (count == NULL || (tids == NULL && cap != 0)) return -EINVAL;
     int fd;
@@ -218,43 +166,7 @@ int sw_thread_stat(int32_t tid, sw_thread_stat_t *out) {
     char buf[1024];
     int len = read_task_file(tid, "stat", buf, sizeof buf);
     if (len < 0) return len;
-
-    // comm may itself contain ") " and spaces, so the name ends at the LAST ')'.
-    const char *open_paren = strchr(buf, '(');
-    const char *close_paren = strrchr(buf, ')');
-    if (open_paren == NULL || close_paren == NULL || close_paren < open_paren) return -EPROTO;
-
-    memset(out, 0, sizeof *out);
-    out->tid = tid;
-    size_t name_len = (size_t)(close_paren - open_paren - 1);
-    if (name_len > sizeof out->name - 1) name_len = sizeof out->name - 1;
-    memcpy(out->name, open_paren + 1, name_len);
-    out->name[name_len] = '\0';
-
-    // Field 3 (state) is the first token after ") "; fields are 1-based as in proc(5).
-    const char *p = skip_spaces(close_paren + 1);
-    int field = 3;
-    bool have_processor = false;
-    while (*p != '\0' && *p != '\n' && field <= 39) {
-        if (field == 3) {
-            out->state = *p;
-        } else if (field == 10 || field == 12 || field == 14 || field == 15) {
-            uint64_t v;
-            if (parse_uint64(p, &v) == NULL) return -EPROTO;
-            if (field == 10) out->minflt = v;
-            else if (field == 12) out->majflt = v;
-            else if (field == 14) out->utime_ticks = v;
-            else out->stime_ticks = v;
-        } else if (field == 39) {
-            int64_t v;
-            if (parse_int64(p, &v) == NULL) return -EPROTO;
-            out->last_cpu = (int32_t)v;
-            have_processor = true;
-        }
-        p = skip_spaces(skip_token(p));
-        field++;
-    }
-    return have_processor ? 0 : -EPROTO;
+    return sw_parse_thread_stat(buf, tid, out);
 }
 
 // async-signal-safe: open/read/close/stat and in-place parsing only.
@@ -264,10 +176,7 @@ int sw_thread_sigblk(int32_t tid, uint64_t *mask) {
     char buf[4096];
     int len = read_task_file(tid, "status", buf, sizeof buf);
     if (len < 0) return len;
-    const char *line = strstr(buf, "\nSigBlk:");
-    if (line == NULL) return -EPROTO;
-    if (parse_hex(skip_spaces(line + strlen("\nSigBlk:")), mask) == NULL) return -EPROTO;
-    return 0;
+    return sw_parse_sigblk(buf, mask);
 }
 
 // async-signal-safe: open/read/close/stat and in-place parsing only.
@@ -276,30 +185,7 @@ int sw_thread_syscall(int32_t tid, sw_thread_syscall_t *out) {
     char buf[256];
     int len = read_task_file(tid, "syscall", buf, sizeof buf);
     if (len < 0) return len;
-    memset(out, 0, sizeof *out);
-
-    if (strncmp(buf, "running", 7) == 0) {
-        out->nr = -2;
-        return 0;
-    }
-    const char *p = parse_int64(buf, &out->nr);
-    if (p == NULL) return -EPROTO;
-    // "-1 sp pc": blocked in the kernel but not in a syscall (e.g. a page fault); no args.
-    uint64_t values[8];
-    int want = out->nr == -1 ? 2 : 8;
-    for (int i = 0; i < want; i++) {
-        p = parse_hex(skip_spaces(p), &values[i]);
-        if (p == NULL) return -EPROTO;
-    }
-    if (out->nr == -1) {
-        out->sp = values[0];
-        out->pc = values[1];
-    } else {
-        for (int i = 0; i < 6; i++) out->args[i] = values[i];
-        out->sp = values[6];
-        out->pc = values[7];
-    }
-    return 0;
+    return sw_parse_thread_syscall(buf, out);
 }
 
 // async-signal-safe: open/read/close/stat and in-place parsing only.
@@ -308,13 +194,9 @@ int sw_thread_schedstat(int32_t tid, uint64_t *run_ns, uint64_t *wait_ns, uint64
     char buf[128];
     int len = read_task_file(tid, "schedstat", buf, sizeof buf);
     if (len < 0) return len;
-    const char *p = parse_uint64(skip_spaces(buf), run_ns);
-    if (p != NULL) p = parse_uint64(skip_spaces(p), wait_ns);
-    if (p != NULL) p = parse_uint64(skip_spaces(p), timeslices);
-    return p == NULL ? -EPROTO : 0;
+    return sw_parse_schedstat(buf, run_ns, wait_ns, timeslices);
 }
 
-// async-signal-safe: readlink and string building only.
 int sw_fd_describe(int fd, char *buf, size_t cap) {
     if (fd < 0 || buf == NULL || cap == 0) return -EINVAL;
     char path[48];
