@@ -8,25 +8,36 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
-#define SW_MAX_MAPS 8192
+#define SW_INITIAL_MAPS 8192
+#define SW_MOST_MAPS (1u << 22)
 
 typedef struct sw_map {
     uint64_t lo, hi;
     uint32_t perms;
 } sw_map_t;
 
+// Entries with their own capacity, so a reader holding an older, smaller block never reads past
+// it. A process with more mappings than a block holds gets a bigger one (mapped outside any
+// handler); blocks are never unmapped: a late handler may still be reading an old one.
+typedef struct sw_map_block {
+    uint32_t capacity;
+    sw_map_t entries[];
+} sw_map_block_t;
+
 // Two tables: the rebuild writes the inactive one and then flips, so a handler reading the active
 // table is never disturbed by one rebuild. Each table also has a sequence number (odd while being
 // written) so a reader overtaken by two rebuilds notices and gives up rather than trust torn bounds.
 typedef struct sw_map_table {
-    sw_map_t maps[SW_MAX_MAPS];
+    _Atomic(sw_map_block_t *) block;
     _Atomic uint32_t count;
     _Atomic uint64_t seq;
 } sw_map_table_t;
 
 static sw_map_table_t g_tables[2];
+static _Atomic uint64_t g_grown;                 // times a table outgrew its block
 static _Atomic uint32_t g_active;
 static _Atomic uint64_t g_generation;
 static pthread_mutex_t g_rebuild_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -61,6 +72,8 @@ static int parse_line(const char *line, sw_map_t *m) {
     return m->hi > m->lo;
 }
 
+static int read_maps(sw_map_block_t *block, uint32_t *n_out, uint32_t *wanted_out);
+
 int sw_maps_rebuild(void) {
     return sw_maps_rebuild_until(INT64_MAX);
 }
@@ -73,17 +86,53 @@ int sw_maps_rebuild_until(int64_t deadline_ns) {
         struct timespec until = {.tv_sec = deadline_ns / 1000000000LL, .tv_nsec = deadline_ns % 1000000000LL};
         if (pthread_mutex_clocklock(&g_rebuild_lock, CLOCK_MONOTONIC, &until) != 0) return SW_ERR_TIMED_OUT;
     }
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        pthread_mutex_unlock(&g_rebuild_lock);
-        return -e;
-    }
     sw_map_table_t *t = &g_tables[1 - atomic_load_explicit(&g_active, memory_order_relaxed)];
-    sw_map_t *g_maps = t->maps;
     atomic_fetch_add_explicit(&t->seq, 1, memory_order_acq_rel); // now odd: readers stay away
     atomic_thread_fence(memory_order_release);
+    int rc = 0;
     uint32_t n = 0;
+    for (int pass = 0; pass < 3; pass++) {
+        sw_map_block_t *block = atomic_load_explicit(&t->block, memory_order_relaxed);
+        uint32_t capacity = block != NULL ? block->capacity : 0;
+        uint32_t wanted = 0;
+        rc = read_maps(block, &n, &wanted);
+        if (rc != 0 || wanted <= capacity) break;
+        // More mappings than the block holds: a bigger one, then read again. Never silently short.
+        uint32_t bigger = capacity ? capacity : SW_INITIAL_MAPS;
+        while (bigger < wanted + wanted / 4 && bigger < SW_MOST_MAPS) bigger *= 2;
+        void *p = mmap(NULL, sizeof(sw_map_block_t) + sizeof(sw_map_t) * bigger, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            rc = -errno;
+            break;
+        }
+        ((sw_map_block_t *)p)->capacity = bigger;
+        atomic_store_explicit(&t->block, (sw_map_block_t *)p, memory_order_release);
+        atomic_fetch_add_explicit(&g_grown, 1, memory_order_relaxed);
+    }
+    atomic_store_explicit(&t->count, n, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_fetch_add_explicit(&t->seq, 1, memory_order_acq_rel); // even again
+    if (rc != 0) {
+        // The active table stays as it was: an unreadable file must not empty it.
+        pthread_mutex_unlock(&g_rebuild_lock);
+        return rc;
+    }
+    atomic_store_explicit(&g_active, (uint32_t)(t - g_tables), memory_order_release);
+    atomic_fetch_add_explicit(&g_generation, 1, memory_order_acq_rel);
+    pthread_mutex_unlock(&g_rebuild_lock);
+    return rc;
+}
+
+// Reads /proc/self/maps into `block` (may be NULL: count only). *n: entries stored; *wanted:
+// entries the process has, which may exceed the block's capacity.
+static int read_maps(sw_map_block_t *block, uint32_t *n_out, uint32_t *wanted_out) {
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    sw_map_t *g_maps = block != NULL ? block->entries : NULL;
+    uint32_t capacity = block != NULL ? block->capacity : 0;
+    uint32_t n = 0, wanted = 0;
+    sw_map_t last = {0, 0, 0};
     char buf[8192];
     char line[512];
     size_t line_len = 0;
@@ -103,10 +152,13 @@ int sw_maps_rebuild_until(int64_t deadline_ns) {
                 sw_map_t m;
                 // Merge adjacent mappings with identical permissions: a stack is one range.
                 if (parse_line(line, &m) && (m.perms & SW_MAP_READ)) {
-                    if (n > 0 && g_maps[n - 1].hi == m.lo && g_maps[n - 1].perms == m.perms) {
-                        g_maps[n - 1].hi = m.hi;
-                    } else if (n < SW_MAX_MAPS) {
-                        g_maps[n++] = m;
+                    if (wanted > 0 && last.hi == m.lo && last.perms == m.perms) {
+                        last.hi = m.hi;
+                        if (n > 0 && n == wanted) g_maps[n - 1].hi = m.hi;
+                    } else {
+                        last = m;
+                        wanted++;
+                        if (n < capacity) g_maps[n++] = m;
                     }
                 }
                 line_len = 0;
@@ -116,23 +168,21 @@ int sw_maps_rebuild_until(int64_t deadline_ns) {
         }
     }
     close(fd);
-    atomic_store_explicit(&t->count, n, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    atomic_fetch_add_explicit(&t->seq, 1, memory_order_acq_rel); // even again
-    atomic_store_explicit(&g_active, (uint32_t)(t - g_tables), memory_order_release);
-    atomic_fetch_add_explicit(&g_generation, 1, memory_order_acq_rel);
-    pthread_mutex_unlock(&g_rebuild_lock);
+    *n_out = n;
+    *wanted_out = wanted;
     return rc;
 }
 
 // async-signal-safe: plain reads of static memory validated by the sequence number.
 int sw_maps_find(uint64_t addr, int need, uint64_t *lo, uint64_t *hi) {
     const sw_map_table_t *t = &g_tables[atomic_load_explicit(&g_active, memory_order_acquire)];
-    const sw_map_t *g_maps = t->maps;
     uint64_t s1 = atomic_load_explicit(&t->seq, memory_order_acquire);
     if (s1 & 1) return 0;
+    const sw_map_block_t *block = atomic_load_explicit(&t->block, memory_order_acquire);
+    if (block == NULL) return 0;
+    const sw_map_t *g_maps = block->entries;
     uint32_t n = atomic_load_explicit(&t->count, memory_order_relaxed);
-    if (n > SW_MAX_MAPS) return 0;
+    if (n > block->capacity) n = block->capacity; // a count torn from a bigger block: stay inside this one
     uint32_t a = 0, b = n;
     uint64_t flo = 0, fhi = 0;
     uint32_t fperms = 0;
@@ -162,6 +212,10 @@ int sw_maps_find(uint64_t addr, int need, uint64_t *lo, uint64_t *hi) {
 int sw_maps_is_exec(uint64_t addr) {
     uint64_t lo, hi;
     return sw_maps_find(addr, SW_MAP_READ | SW_MAP_EXEC, &lo, &hi);
+}
+
+uint64_t sw_maps_grown(void) {
+    return atomic_load_explicit(&g_grown, memory_order_relaxed);
 }
 
 uint64_t sw_maps_generation(void) {

@@ -30,6 +30,9 @@ int sw_maps_is_exec(uint64_t addr);
 /// Generation of the table (changes on every rebuild).
 uint64_t sw_maps_generation(void);
 
+/// How often a map table outgrew its block and got a bigger one (tests).
+uint64_t sw_maps_grown(void);
+
 // ---- frame-pointer walk (fp_walk.c) ---------------------------------------------------------
 
 /// Walks the frame-record chain starting at `fp`, appending return addresses to `out`.

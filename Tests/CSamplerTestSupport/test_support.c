@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <signal.h>
 #include <string.h>
 
@@ -163,4 +164,34 @@ int sw_test_burst_and_block(double seconds, unsigned burst_us, uint64_t *eintr, 
     close(p[0]);
     close(p[1]);
     return 0;
+}
+
+// Internal to CSampler (sw_internal.h), declared here for this one test.
+int sw_maps_rebuild(void);
+int sw_maps_find(uint64_t addr, int need, uint64_t *lo, uint64_t *hi);
+uint64_t sw_maps_grown(void);
+
+int sw_test_many_mappings(unsigned count, uint64_t *grown) {
+    long page = sysconf(_SC_PAGESIZE);
+    size_t len = (size_t)page * count;
+    // One reservation, then alternating protections: one region per page, never merged.
+    uint8_t *base = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) return -errno;
+    for (unsigned i = 1; i < count; i += 2) {
+        if (mprotect(base + (size_t)i * (size_t)page, (size_t)page, PROT_READ | PROT_WRITE) != 0) {
+            int e = errno;
+            munmap(base, len);
+            return -e;
+        }
+    }
+    uint64_t before = sw_maps_grown();
+    sw_maps_rebuild();
+    uint64_t lo = 0, hi = 0;
+    uint64_t last = (uint64_t)(uintptr_t)(base + (size_t)(count - 1) * (size_t)page);
+    // The region may merge with a neighbour of the same protection after it, never before it.
+    int found = sw_maps_find(last, 1, &lo, &hi) && lo == last && hi >= last + (uint64_t)page;
+    *grown = sw_maps_grown() - before;
+    munmap(base, len);
+    sw_maps_rebuild();
+    return found;
 }

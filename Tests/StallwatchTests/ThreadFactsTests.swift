@@ -1,4 +1,5 @@
 import CSampler
+import CSamplerTestSupport
 import Dispatch
 import Foundation
 import Stallwatch
@@ -337,5 +338,17 @@ struct ThreadFactsTests {
         #expect(stats.virtualBytes >= stats.residentBytes)
         #expect(stats.threadCount >= 1)
         #expect(stats.cpuTime > .zero)
+    }
+}
+
+@Suite("Memory map table")
+struct MemoryMapTableTests {
+    @Test("20 000 mappings: the table grows instead of dropping the ones past its first 8 192")
+    func growsPastItsFirstBlock() throws {
+        _ = try StackSampler() // the table is built at install
+        var grown: UInt64 = 0
+        let found = sw_test_many_mappings(20_000, &grown)
+        #expect(found == 1, "the last of 20 000 regions is not in the table (\(found))")
+        #expect(grown >= 1)
     }
 }

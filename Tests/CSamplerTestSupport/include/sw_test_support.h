@@ -28,4 +28,9 @@ int sw_test_fork_exec_many(int n);
 /// sampled) into *eintr and the blocking calls made into *calls. Returns 0, or -errno on setup failure.
 int sw_test_burst_and_block(double seconds, unsigned burst_us, uint64_t *eintr, uint64_t *calls);
 
+/// Maps `count` one-page regions with alternating permissions (so none merge), rebuilds the
+/// sampler's memory map and checks that the last region is found. Returns 1 when found, 0 when
+/// not, -errno when mapping fails; *grown receives how often the table had to grow. Unmaps them.
+int sw_test_many_mappings(unsigned count, uint64_t *grown);
+
 #endif
