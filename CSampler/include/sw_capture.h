@@ -38,7 +38,7 @@ typedef struct sw_stack {
     uint8_t unwinder;        ///< sw_unwinder_t
     uint8_t truncated;       ///< 1 when the walk stopped at max_frames, a bad link or the copy's end
     uint8_t stack_known;     ///< 1 when the thread's stack bounds were known (else PC only)
-    uint8_t reserved;
+    uint8_t leaf_caller_recovered; ///< 1 when frames[1] was recovered from words above SP (a guess)
     int32_t tid;
     uint64_t sp;             ///< interrupted stack pointer
     uint64_t handler_ns;     ///< time the handler spent capturing (thread CPU clock), 0 if not measured

@@ -80,6 +80,7 @@ int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_
     out->count = 1;
     out->unwinder = SW_UNWIND_SYSCALL_SCAN;
     out->leaf_word_count = 0;
+    out->leaf_caller_recovered = 0;
     out->tid = tid;
     out->sp = sc->sp;
     out->handler_ns = 0;
@@ -161,6 +162,7 @@ void sw_recover_leaf_caller(sw_stack_t *st) {
         memmove(&st->frames[2], &st->frames[1], sizeof(uint64_t) * (keep - 1));
         st->frames[1] = word;
         st->count = keep + 1;
+        st->leaf_caller_recovered = 1;
         return;
     }
 }

@@ -418,6 +418,7 @@ static void collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live, in
     memcpy(out->frames, st->frames, sizeof(uint64_t) * st->count);
     memcpy(out->leaf_words, st->leaf_words, sizeof st->leaf_words);
     out->leaf_word_count = st->leaf_word_count;
+    out->leaf_caller_recovered = 0;
     if (st->unwinder == SW_UNWIND_FRAME_POINTER) sw_recover_leaf_caller(out);
     if (st->unwinder == SW_UNWIND_LIBUNWIND) {
         sw_stack_view_t view;

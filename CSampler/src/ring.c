@@ -185,6 +185,7 @@ int64_t sw_ring_read(int ring, uint64_t *next_seq, sw_stack_t *out, uint32_t max
             lost++;
             continue;
         }
+        out[*count].leaf_caller_recovered = 0;
         sw_recover_leaf_caller(&out[*count]);
         (*count)++;
     }

@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "Stallwatch", path: "../.."),
+        .package(path: "../BlockingWork"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
@@ -15,6 +16,7 @@ let package = Package(
             name: "HummingbirdServer",
             dependencies: [
                 .product(name: "Stallwatch", package: "Stallwatch"),
+                .product(name: "BlockingWork", package: "BlockingWork"),
                 .product(name: "StallwatchNIO", package: "Stallwatch"),
                 .product(name: "Hummingbird", package: "hummingbird"),
             ]

@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "Stallwatch", path: "../.."),
+        .package(path: "../BlockingWork"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
@@ -15,6 +16,7 @@ let package = Package(
             name: "NIOServer",
             dependencies: [
                 .product(name: "Stallwatch", package: "Stallwatch"),
+                .product(name: "BlockingWork", package: "BlockingWork"),
                 .product(name: "StallwatchNIO", package: "Stallwatch"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -21,6 +21,9 @@ public struct CapturedStack: Sendable, Hashable, Codable {
     public var handlerTime: Duration
     /// From sending the request to seeing the answer (zero when no signal was used).
     public var latency: Duration
+    /// Whether `frames[1]` (the leaf's caller) was recovered from the words above the stack
+    /// pointer rather than read from a frame record: a well-checked guess, but a guess.
+    public var leafCallerRecovered: Bool = false
 
     /// Creates a stack value (mostly for tests and decoding).
     public init(thread: ThreadID, frames: [UInt], unwinder: Unwinder, truncated: Bool = false,
@@ -51,5 +54,15 @@ public struct CapturedStack: Sendable, Hashable, Codable {
             handlerTime: .nanoseconds(Int64(clamping: raw.pointee.handler_ns)),
             latency: .nanoseconds(Int64(clamping: raw.pointee.latency_ns))
         )
+        self.leafCallerRecovered = raw.pointee.leaf_caller_recovered != 0
+    }
+
+    /// The frames that identify a stall: without the leaf PC and without a recovered leaf caller.
+    /// Where a CPU-bound loop's PC lands (in the loop, or in a frameless helper it calls, whose
+    /// caller is then recovered, or not) changes from sample to sample; the frames from the first
+    /// frame record outwards do not, so one stall is not taken for two.
+    var identityFrames: [UInt] {
+        guard frames.count > 1 else { return frames }
+        return Array(frames.dropFirst(leafCallerRecovered && frames.count > 2 ? 2 : 1))
     }
 }

@@ -16,6 +16,15 @@ struct ReportBuilder {
         return StackSample(frames: Array(frames))
     }
 
+    /// The same without a recovered leaf caller: for telling stalls apart (see
+    /// ``CapturedStack/identityFrames``), never for blame.
+    func identitySample(_ stack: CapturedStack) -> StackSample {
+        var identity = stack
+        identity.frames = stack.identityFrames
+        identity.leafCallerRecovered = false
+        return stackSample(identity)
+    }
+
     func describe(_ key: FrameKey) -> SymbolInfo {
         let f = symbolizer.symbolize(UInt(key.address))
         return SymbolInfo(module: f.module, moduleOffset: f.moduleOffset.map(UInt64.init), buildID: f.buildID, symbol: f.symbol)

@@ -306,8 +306,11 @@ final class WatchdogEngine {
         let samples = m.samples.map(builder.stackSample)
         let tree = CallTree(samples: samples)
         // A stall is identified by the path most of its samples share; one report per stall: a
-        // later round reports again only when that path changed.
-        let signature = StackSignature(dominantPathOf: tree)
+        // later round reports again only when that path changed. Recovered leaf callers are left
+        // out of the identity: a guess in some samples and not others is not a new stall.
+        let stallIdentity = StackSignature(dominantPathOf: CallTree(samples: m.samples.map(builder.identitySample)))
+        // A stack too short to leave an identity is still judged (trivial or not) by its frames.
+        let signature = stallIdentity.depth > 1 ? stallIdentity : StackSignature(dominantPathOf: tree)
         if m.reportedSignatures.contains(where: { signature.isSameStall(as: $0) }) { return }
         // No stack at all is no reason for silence: the cause and the duration are evidence.
         let decision = m.filter.evaluate(signature, round: m.stallRound, now: now, stackRequired: tree.sampleCount > 0)

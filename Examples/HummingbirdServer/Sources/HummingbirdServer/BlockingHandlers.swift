@@ -1,61 +1,16 @@
-import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import BlockingWork
 
-// What a route handler must never do on the concurrency pool, each in a function of its own so a
-// stall report can be checked for the function it blames.
+// Route handlers that block their pool thread, one function each so a stall report can be checked
+// for the handler it blames (not only for the shared work below it).
 
-/// Blocks its pool thread in `usleep`.
 @inline(never)
-func sleepingHandler(milliseconds: Int) {
-    usleep(UInt32(clamping: milliseconds * 1000))
-}
+func sleepingHandler(milliseconds: Int) { blockInSleep(milliseconds: milliseconds) }
 
-/// Computes for `milliseconds` without ever suspending.
 @inline(never)
-func computingHandler(milliseconds: Int) {
-    let end = ContinuousClock.now + .milliseconds(milliseconds)
-    var x: UInt64 = 1
-    while ContinuousClock.now < end {
-        for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1442695040888963407 }
-    }
-    if x == 42 { print("") }
-}
+func computingHandler(milliseconds: Int) { blockOnCPU(milliseconds: milliseconds) }
 
-/// Waits on a mutex another thread holds for `milliseconds`.
 @inline(never)
-func lockingHandler(milliseconds: Int) {
-    let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    pthread_mutex_init(mutex, nil)
-    defer { mutex.deallocate() }
-    let locked = DispatchSemaphore(value: 0)
-    let address = UInt(bitPattern: mutex) // a raw pointer is not Sendable; its address is
-    let holder = Thread {
-        guard let mutex = UnsafeMutablePointer<pthread_mutex_t>(bitPattern: address) else { return }
-        pthread_mutex_lock(mutex)
-        locked.signal()
-        usleep(UInt32(clamping: milliseconds * 1000))
-        pthread_mutex_unlock(mutex)
-    }
-    holder.start()
-    locked.wait()
-    pthread_mutex_lock(mutex)
-    pthread_mutex_unlock(mutex)
-}
+func lockingHandler(milliseconds: Int) { blockOnLock(milliseconds: milliseconds) }
 
-/// A blocking `recv` on a socket whose peer answers after `milliseconds`.
 @inline(never)
-func socketReadingHandler(milliseconds: Int) {
-    var pair: [Int32] = [0, 0]
-    guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { return }
-    defer { close(pair[0]); close(pair[1]) }
-    let peer = pair[1]
-    let answer = Thread {
-        usleep(UInt32(clamping: milliseconds * 1000))
-        _ = write(peer, "x", 1)
-    }
-    answer.start()
-    var byte: UInt8 = 0
-    _ = recv(pair[0], &byte, 1, 0)
-}
+func socketReadingHandler(milliseconds: Int) { blockOnSocketRead(milliseconds: milliseconds) }

@@ -1,3 +1,4 @@
+import BlockingWork
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -49,52 +50,14 @@ final class BlockingHTTPHandler: ChannelInboundHandler {
     }
 
     @inline(never)
-    func sleepOnEventLoop(milliseconds: Int) {
-        usleep(UInt32(clamping: milliseconds * 1000))
-    }
+    func sleepOnEventLoop(milliseconds: Int) { blockInSleep(milliseconds: milliseconds) }
 
     @inline(never)
-    func computeOnEventLoop(milliseconds: Int) {
-        let end = ContinuousClock.now + .milliseconds(milliseconds)
-        var x: UInt64 = 1
-        while ContinuousClock.now < end {
-            for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1442695040888963407 }
-        }
-        if x == 42 { print("") }
-    }
+    func computeOnEventLoop(milliseconds: Int) { blockOnCPU(milliseconds: milliseconds) }
 
     @inline(never)
-    func waitForLockOnEventLoop(milliseconds: Int) {
-        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        defer { mutex.deallocate() }
-        let locked = DispatchSemaphore(value: 0)
-        let address = UInt(bitPattern: mutex) // a raw pointer is not Sendable; its address is
-        let holder = Thread {
-            guard let mutex = UnsafeMutablePointer<pthread_mutex_t>(bitPattern: address) else { return }
-            pthread_mutex_lock(mutex)
-            locked.signal()
-            usleep(UInt32(clamping: milliseconds * 1000))
-            pthread_mutex_unlock(mutex)
-        }
-        holder.start()
-        locked.wait()
-        pthread_mutex_lock(mutex)
-        pthread_mutex_unlock(mutex)
-    }
+    func waitForLockOnEventLoop(milliseconds: Int) { blockOnLock(milliseconds: milliseconds) }
 
     @inline(never)
-    func readSocketOnEventLoop(milliseconds: Int) {
-        var pair: [Int32] = [0, 0]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { return }
-        defer { close(pair[0]); close(pair[1]) }
-        let peer = pair[1]
-        let answer = Thread {
-            usleep(UInt32(clamping: milliseconds * 1000))
-            _ = write(peer, "x", 1)
-        }
-        answer.start()
-        var byte: UInt8 = 0
-        _ = recv(pair[0], &byte, 1, 0)
-    }
+    func readSocketOnEventLoop(milliseconds: Int) { blockOnSocketRead(milliseconds: milliseconds) }
 }
