@@ -40,13 +40,7 @@ struct SignalOwnershipTests {
         defer { watchdog.stop() }
         withForeignProfHandler {
             usleep(400_000) // at least one round notices
-            let worker = TestThread(name: "sw-owner") { _ in
-                probe.busy()
-                stallwatchFixtureCPUStall(milliseconds: 900)
-                probe.idle()
-            }
-            worker.stopAndJoin(timeout: .seconds(10))
-            #expect(eventually(timeout: .seconds(2)) { !log.ended.isEmpty })
+            stallOnce(probe, milliseconds: 900, log: log)
         }
         #expect(log.errors.count == 1, "\(log.errors)")
         #expect(log.errors.first?.contains("replaced") == true, "\(log.errors)")
@@ -68,13 +62,7 @@ struct SignalOwnershipTests {
         withForeignProfHandler {
             usleep(400_000)
             #expect(sampler.signalOwnership == .ours, "not reclaimed within a round")
-            let worker = TestThread(name: "sw-reclaim") { _ in
-                probe.busy()
-                stallwatchFixtureCPUStall(milliseconds: 900)
-                probe.idle()
-            }
-            worker.stopAndJoin(timeout: .seconds(10))
-            #expect(eventually(timeout: .seconds(2)) { !log.ended.isEmpty })
+            stallOnce(probe, milliseconds: 900, log: log)
         }
         #expect(log.errors.isEmpty, "\(log.errors)")
         let report = try #require(log.stalls.first)

@@ -188,6 +188,18 @@ struct WatchdogEndToEndTests {
     }
 }
 
+/// One CPU-bound stall of `milliseconds` on a thread of its own, between `busy()` and `idle()`;
+/// returns once the thread is gone and the watchdog has said the stall ended.
+func stallOnce(_ probe: HeartbeatProbe, milliseconds: Int, log: EventLog) {
+    let worker = TestThread(name: "sw-stall") { _ in
+        probe.busy()
+        stallwatchFixtureCPUStall(milliseconds: milliseconds)
+        probe.idle()
+    }
+    worker.stopAndJoin(timeout: .seconds(10))
+    #expect(eventually(timeout: .seconds(2)) { !log.ended.isEmpty })
+}
+
 /// Recurses `depth` frames deep, then spins: a deep stall.
 @inline(never)
 func stallwatchFixtureRecurse(depth: Int, spinMilliseconds: Int) -> Int {
@@ -376,13 +388,7 @@ struct WatchdogDeliveryTests {
                                     reportDirectory: dir.path) { log.append($0) }
         let probe = watchdog.makeProbe(name: "slow-loop")
         try watchdog.start()
-        let worker = TestThread(name: "sw-final") { _ in
-            probe.busy()
-            stallwatchFixtureCPUStall(milliseconds: 2000)
-            probe.idle()
-        }
-        worker.stopAndJoin(timeout: .seconds(10))
-        #expect(eventually(timeout: .seconds(2)) { !log.ended.isEmpty })
+        stallOnce(probe, milliseconds: 2000, log: log)
         watchdog.stop() // flushes the report writer
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".json") }
         let reports = try files.map {
