@@ -124,6 +124,8 @@ typedef struct sw_sampler_stats {
     uint64_t chained;        ///< signals passed to a previous handler
     uint64_t timeouts;       ///< requests abandoned at their deadline
     uint64_t park_timeouts;  ///< parked threads that left on their own deadline
+    uint64_t cut_at_unmapped; ///< walks stopped where the kernel said the stack's mapping now ends
+    uint64_t unverified;     ///< bound checks the kernel refused to answer (seccomp): table bounds only
 } sw_sampler_stats_t;
 
 void sw_sampler_stats(sw_sampler_stats_t *out);

@@ -9,19 +9,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #define SW_SCAN_BYTES (64 * 1024)
 
-// Reads [addr, addr + len) of this process with process_vm_readv: an unmapped page (the thread
-// exited and its stack went away meanwhile) gives a short read instead of a crash.
-static size_t safe_read(uint64_t addr, void *buf, size_t len) {
-    struct iovec local = {.iov_base = buf, .iov_len = len};
-    struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
-    ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    return r < 0 ? 0 : (size_t)r;
-}
 
 // 1 when the 7 bytes before `c` end with a call instruction (direct rel32, or the common indirect
 // forms through a register or memory operand).
@@ -43,7 +34,7 @@ static int ends_with_call(const uint8_t *c) {
 static int looks_like_return(uint64_t ret) {
     if (ret < 8 || !sw_maps_is_exec(ret)) return 0;
     uint8_t c[8];
-    if (safe_read(ret - 8, c, 8) != 8) return 0;
+    if (sw_read_own(c, ret - 8, 8) != 8) return 0;
     return ends_with_call(c + 8);
 }
 
@@ -98,7 +89,7 @@ int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_
     size_t len = hi - base > SW_SCAN_BYTES ? SW_SCAN_BYTES : (size_t)(hi - base);
     uint64_t *w = malloc(len);
     if (w == NULL) return -ENOMEM;
-    uint64_t nwords = safe_read(base, w, len) / 8;
+    uint64_t nwords = sw_read_own(w, base, len) / 8;
     // Below the first frame record sit the frames of code built without frame pointers (the libc
     // wrappers): every word there that is a return address (points just past a call) is one of
     // their return addresses, innermost first. The first plausible record continues the chain.

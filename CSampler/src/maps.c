@@ -132,7 +132,6 @@ static int read_maps(sw_map_block_t *block, uint32_t *n_out, uint32_t *wanted_ou
     sw_map_t *g_maps = block != NULL ? block->entries : NULL;
     uint32_t capacity = block != NULL ? block->capacity : 0;
     uint32_t n = 0, wanted = 0;
-    sw_map_t last = {0, 0, 0};
     char buf[8192];
     char line[512];
     size_t line_len = 0;
@@ -150,16 +149,11 @@ static int read_maps(sw_map_block_t *block, uint32_t *n_out, uint32_t *wanted_ou
             if (c == '\n') {
                 line[line_len] = 0;
                 sw_map_t m;
-                // Merge adjacent mappings with identical permissions: a stack is one range.
+                // Every mapping on its own, never joined with a neighbour: a handler's reads stop
+                // at the end of SP's own mapping, not at the end of whatever sits above it.
                 if (parse_line(line, &m) && (m.perms & SW_MAP_READ)) {
-                    if (wanted > 0 && last.hi == m.lo && last.perms == m.perms) {
-                        last.hi = m.hi;
-                        if (n > 0 && n == wanted) g_maps[n - 1].hi = m.hi;
-                    } else {
-                        last = m;
-                        wanted++;
-                        if (n < capacity) g_maps[n++] = m;
-                    }
+                    wanted++;
+                    if (n < capacity) g_maps[n++] = m;
                 }
                 line_len = 0;
             } else if (line_len + 1 < sizeof line) {

@@ -41,7 +41,6 @@ typedef struct sw_page_cache {
 
 static sw_page_cache_t g_pages;                     // guarded by g_unwind_lock
 static pthread_mutex_t g_unwind_lock = PTHREAD_MUTEX_INITIALIZER;
-static pid_t g_self_pid;
 
 static const uint8_t *cached_page(uint64_t page, uint32_t *len) {
     sw_page_cache_t *c = &g_pages;
@@ -52,11 +51,8 @@ static const uint8_t *cached_page(uint64_t page, uint32_t *len) {
         }
     }
     int slot = c->used < SW_PAGE_SLOTS ? c->used++ : (c->next++ % SW_PAGE_SLOTS);
-    struct iovec local = {.iov_base = c->data[slot], .iov_len = SW_PAGE};
-    struct iovec remote = {.iov_base = (void *)(uintptr_t)page, .iov_len = SW_PAGE};
-    ssize_t r = process_vm_readv(g_self_pid, &local, 1, &remote, 1, 0);
     c->page[slot] = page;
-    c->len[slot] = r < 0 ? 0 : (uint32_t)r;
+    c->len[slot] = (uint32_t)sw_read_own(c->data[slot], page, SW_PAGE);
     *len = c->len[slot];
     return c->data[slot];
 }
@@ -78,15 +74,16 @@ static int read_module(uint64_t addr, void *out, size_t n) {
     return 1;
 }
 
-SW_RAW_STACK_READER static int read_word(const sw_stack_view_t *v, uint64_t addr, uint64_t *out) {
+static int read_word(const sw_stack_view_t *v, uint64_t addr, uint64_t *out) {
     if (v->copy != NULL) {
         if (addr >= v->base && v->len >= 8 && addr - v->base <= v->len - 8) { // no wrap near 2^64
             memcpy(out, v->copy + (addr - v->base), 8);
             return 1;
         }
     } else if (addr >= v->live_lo && v->live_hi >= 8 && addr <= v->live_hi - 8) {
-        *out = *(const volatile uint64_t *)(uintptr_t)addr;
-        return 1;
+        // A held thread's live stack, bounded by a map read before it was held: asked of the
+        // kernel rather than dereferenced, in case the map went stale.
+        return sw_read_own(out, addr, 8) == 8;
     }
     // Anything else libunwind reads is unwind tables or code inside a module.
     return read_module(addr, out, 8);
@@ -200,7 +197,6 @@ int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_
     }
     g_pages.used = 0;
     g_pages.next = 0;
-    g_self_pid = getpid();
     int rc = unw_init_remote(&cursor, g_as, (void *)view);
     if (rc < 0) {
         out->frames[out->count++] = view->regs->r[UNW_X86_64_RIP];

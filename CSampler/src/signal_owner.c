@@ -1,7 +1,7 @@
 // Ownership of the sampling signal: installing the handler, chaining to the one it replaced, and
 // noticing when somebody else takes the signal over (an application or a profiler that calls
 // sigaction after us). The handler itself is one small dispatcher: request answers go to
-// capture.c, timer ticks to ring.c, everything else to the previous handler.
+// request_slots.c, timer ticks to ring.c, everything else to the previous handler.
 #include "sw_internal.h"
 
 #include <errno.h>
@@ -57,7 +57,6 @@ static void sw_signal_handler(int sig, siginfo_t *si, void *uc) {
 static void after_fork_in_child(void) {
     g_pid = getpid();
     pthread_mutex_init(&g_install_lock, NULL);
-    sw_capture_reset_after_fork();
 }
 
 static int is_real_handler(const struct sigaction *sa) {

@@ -33,6 +33,18 @@ uint64_t sw_maps_generation(void);
 /// How often a map table outgrew its block and got a bigger one (tests).
 uint64_t sw_maps_grown(void);
 
+// ---- this process's own memory, asked of the kernel (own_memory.c) ----------------------------
+
+/// End of the longest prefix of [from, to) that is mapped now (from rounded down to a page), asked
+/// of the kernel with mincore. When the kernel will not answer (seccomp), `to`, counted in
+/// sw_mapped_unverified_count. async-signal-safe (system calls only; 512 bytes of stack).
+uint64_t sw_mapped_end(uint64_t from, uint64_t to);
+uint64_t sw_mapped_unverified_count(void);
+
+/// Copies [src, src + len) of this process with process_vm_readv: an unmapped page gives a short
+/// read (bytes copied returned, 0 on error) instead of a fault. async-signal-safe (a system call).
+size_t sw_read_own(void *dst, uint64_t src, size_t len);
+
 // ---- frame-pointer walk (fp_walk.c) ---------------------------------------------------------
 
 /// Walks the frame-record chain starting at `fp`, appending return addresses to `out`.
@@ -64,7 +76,7 @@ SW_RAW_STACK_READER static inline void sw_copy_raw_words(void *dst, uint64_t src
     for (uint64_t i = 0; i < bytes / 8; i++) d[i] = s[i];
 }
 
-/// Top 16 bits of a request cookie (capture.c); the handler routes it to sw_capture_answer.
+/// Top 16 bits of a request cookie (request_slots.c); the handler routes it to sw_capture_answer.
 #define SW_COOKIE_MAGIC 0x5357ULL
 
 /// Answers the capture request `cookie` from inside the signal handler. async-signal-safe.
@@ -74,13 +86,18 @@ void sw_capture_answer(uint64_t cookie, const void *ucv);
 #include <sys/types.h>
 pid_t sw_signal_owner_pid(void);
 
-/// In a forked child: frees every request slot and snapshot of the parent's threads.
-void sw_capture_reset_after_fork(void);
 
 /// Signals passed on to the handler that was installed before ours.
 uint64_t sw_signal_chained_count(void);
 
-// ---- handler-side capture (capture.c) --------------------------------------------------------
+// ---- handler-side capture (stack_fill.c) -----------------------------------------------------
+
+/// Where reads above `sp` must stop: `hi` (the end of SP's mapping in the table), at most 2 MiB
+/// above SP, cut at the first page that is unmapped now. async-signal-safe.
+uint64_t sw_readable_stack_end(uint64_t sp, uint64_t hi);
+
+/// Captures whose walk stopped at a page unmapped since the table was read.
+uint64_t sw_stack_fill_cut_count(void);
 
 /// Fills `st` from the interrupted context `ucv` (a ucontext_t): PC, SP, and for frame pointers the
 /// checked walk. `cached_lo`/`cached_hi` (may be NULL) remember the thread's stack mapping between

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <signal.h>
@@ -194,4 +195,74 @@ int sw_test_many_mappings(unsigned count, uint64_t *grown) {
     munmap(base, len);
     sw_maps_rebuild();
     return found;
+}
+
+// ---- a stack whose mapping shrank after the table was read -----------------------------------
+
+typedef struct stale_stack_target {
+    uint64_t fake_fp;
+    _Atomic int32_t tid;
+    _Atomic int stop;
+} stale_stack_target_t;
+
+// Spins with RBP pointing at `fake_fp` (a "frame record" above the thread's real stack), so that a
+// walk from this context reads there. No calls while RBP is fake.
+static void *stale_stack_thread(void *arg) {
+    stale_stack_target_t *t = arg;
+    atomic_store(&t->tid, (int32_t)syscall(SYS_gettid));
+    __asm__ volatile("push %%rbp\n\t"
+                     "mov %0, %%rbp\n\t"
+                     "1: pause\n\t"
+                     "cmpl $0, (%1)\n\t"
+                     "je 1b\n\t"
+                     "pop %%rbp\n\t"
+                     :
+                     : "r"(t->fake_fp), "r"(&t->stop)
+                     : "memory", "cc");
+    return NULL;
+}
+
+int sw_test_walk_into_unmapped(uint64_t *frames_after, uint64_t *libunwind_frames_after, uint64_t *ring_samples) {
+    const size_t half = 1u << 20;
+    uint8_t *region = mmap(NULL, 2 * half, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (region == MAP_FAILED) return -errno;
+    stale_stack_target_t t = {.fake_fp = (uint64_t)(uintptr_t)(region + half + half / 2)};
+    atomic_store(&t.tid, 0);
+    atomic_store(&t.stop, 0);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, region, half); // the thread's stack: the lower half only
+    pthread_t th;
+    int rc = pthread_create(&th, &attr, stale_stack_thread, &t);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        munmap(region, 2 * half);
+        return -rc;
+    }
+    while (atomic_load(&t.tid) == 0) sched_yield();
+    int32_t tid = atomic_load(&t.tid);
+    sw_stack_t st;
+    // While the whole region is mapped (and the table says so): the thread is known afterwards, so
+    // the next capture trusts the table without reading /proc/self/maps again.
+    rc = sw_capture(tid, SW_UNWIND_FRAME_POINTER, 64, 1000000000LL, &st);
+    int ring = rc == 0 ? sw_ring_start(tid, 1000000, SW_RING_CLOCK_THREAD_CPU, 64, 64) : rc;
+    if (rc == 0 && ring < 0) rc = ring;
+    if (rc == 0) {
+        struct timespec pause = {.tv_sec = 0, .tv_nsec = 20000000};
+        nanosleep(&pause, NULL); // the ring learns the stack's bounds on its first ticks
+        munmap(region + half, half); // the mapping shrinks; the table still holds both halves
+        rc = sw_capture(tid, SW_UNWIND_FRAME_POINTER, 64, 1000000000LL, &st);
+        *frames_after = rc == 0 ? st.count : 0;
+        if (rc == 0) rc = sw_capture(tid, SW_UNWIND_LIBUNWIND, 64, 1000000000LL, &st);
+        *libunwind_frames_after = rc == 0 ? st.count : 0;
+        uint64_t before = sw_ring_taken(ring);
+        nanosleep(&pause, NULL);
+        *ring_samples = sw_ring_taken(ring) - before;
+    }
+    if (ring >= 0) sw_ring_stop(ring);
+    atomic_store(&t.stop, 1);
+    pthread_join(th, NULL);
+    munmap(region, half);
+    sw_maps_rebuild();
+    return rc;
 }

@@ -351,4 +351,16 @@ struct MemoryMapTableTests {
         #expect(found == 1, "the last of 20 000 regions is not in the table (\(found))")
         #expect(grown >= 1)
     }
+
+    @Test("A stack mapping that shrank after the table was read: every reader stops at its new end instead of faulting")
+    func stackMappingShrankBehindTheTable() throws {
+        _ = try StackSampler()
+        let cutBefore = StackSampler.statistics.cut_at_unmapped
+        var fp: UInt64 = 0, libunwind: UInt64 = 0, ringSamples: UInt64 = 0
+        let rc = sw_test_walk_into_unmapped(&fp, &libunwind, &ringSamples)
+        #expect(rc == 0, "capture failed: \(rc)")
+        #expect(fp >= 1 && libunwind >= 1, "the late captures returned no frames (fp \(fp), libunwind \(libunwind))")
+        #expect(ringSamples >= 1, "the ring took no sample after the unmap")
+        #expect(StackSampler.statistics.cut_at_unmapped > cutBefore, "no walk was cut at the unmapped page")
+    }
 }

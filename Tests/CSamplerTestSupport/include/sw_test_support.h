@@ -33,4 +33,11 @@ int sw_test_burst_and_block(double seconds, unsigned burst_us, uint64_t *eintr, 
 /// not, -errno when mapping fails; *grown receives how often the table had to grow. Unmaps them.
 int sw_test_many_mappings(unsigned count, uint64_t *grown);
 
+/// Runs a thread on the lower half of a 2 MiB mapping with its frame pointer aimed at the upper
+/// half, lets the sampler learn the mapping (one capture, a 1 ms ring), then unmaps the upper half
+/// behind the table's back and captures again (frame pointers, libunwind) and lets the ring tick
+/// 20 ms. Without fault-safe bounds the handler faults. Returns 0 or a negative error; the frames
+/// of the two late captures and the ring's late samples go to the out parameters.
+int sw_test_walk_into_unmapped(uint64_t *frames_after, uint64_t *libunwind_frames_after, uint64_t *ring_samples);
+
 #endif

@@ -1,0 +1,70 @@
+// Reading this process's own memory without trusting a snapshot of its map: the kernel is asked,
+// so a mapping that went away after /proc/self/maps was read costs a short read, never a SIGSEGV
+// inside the service Stallwatch is linked into.
+#include "sw_internal.h"
+
+#include <errno.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+// mincore's answer vector has one byte a page: a chunk this size keeps it small enough for the
+// stack of a signal handler running on a thread we know nothing about.
+#define SW_PAGE_SIZE 4096u
+#define SW_CHUNK_PAGES 512u
+
+static _Atomic uint64_t g_unverified;
+
+// async-signal-safe (a system call). 1 mapped, 0 not (a hole), -1 the kernel would not say.
+static int range_mapped(uint64_t from, uint64_t to) {
+    unsigned char vec[SW_CHUNK_PAGES];
+    long rc = syscall(SYS_mincore, (void *)(uintptr_t)from, (size_t)(to - from), vec);
+    if (rc == 0) return 1;
+    return errno == ENOMEM ? 0 : -1;
+}
+
+// async-signal-safe: mincore fails with ENOMEM when any page of the range is unmapped; bisect only
+// on that (rare) path to find where the mapped prefix ends.
+uint64_t sw_mapped_end(uint64_t from, uint64_t to) {
+    if (to <= from) return from;
+    int saved = errno;
+    uint64_t at = from & ~(uint64_t)(SW_PAGE_SIZE - 1);
+    uint64_t end = to;
+    while (at < to) {
+        uint64_t chunk_end = at + (uint64_t)SW_PAGE_SIZE * SW_CHUNK_PAGES;
+        if (chunk_end > to || chunk_end < at) chunk_end = to;
+        int m = range_mapped(at, chunk_end);
+        if (m < 0) {
+            atomic_fetch_add_explicit(&g_unverified, 1, memory_order_relaxed);
+            break; // seccomp or an old kernel: the map table's bound is all there is
+        }
+        if (m == 0) {
+            // The first unmapped page lies in [at, chunk_end): every probe halves the pages left.
+            uint64_t good = at, bad = chunk_end;
+            while (bad - good > SW_PAGE_SIZE) {
+                uint64_t mid = good + (((bad - good) / SW_PAGE_SIZE) / 2) * SW_PAGE_SIZE;
+                if (range_mapped(good, mid) == 1) good = mid;
+                else bad = mid;
+            }
+            end = good > from ? good : from;
+            break;
+        }
+        at = chunk_end;
+    }
+    errno = saved;
+    return end;
+}
+
+uint64_t sw_mapped_unverified_count(void) {
+    return atomic_load_explicit(&g_unverified, memory_order_relaxed);
+}
+
+// async-signal-safe (a system call).
+size_t sw_read_own(void *dst, uint64_t src, size_t len) {
+    struct iovec local = {.iov_base = dst, .iov_len = len};
+    struct iovec remote = {.iov_base = (void *)(uintptr_t)src, .iov_len = len};
+    int saved = errno;
+    long r = syscall(SYS_process_vm_readv, (long)getpid(), &local, 1UL, &remote, 1UL, 0UL);
+    errno = saved;
+    return r < 0 ? 0 : (size_t)r;
+}

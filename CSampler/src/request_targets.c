@@ -1,0 +1,76 @@
+// Which threads a request can be sent to: not one that blocks the signal (libdispatch threads
+// block nearly all), not one whose stack is newer than the memory-map table; and, when a thread
+// stays silent, why.
+#include "sw_requests.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+#define SW_TID_CACHE 256
+
+static _Atomic int32_t g_ok_tids[SW_TID_CACHE]; // threads seen not to block the signal
+
+static void targets_after_fork_in_child(void) {
+    for (uint32_t i = 0; i < SW_TID_CACHE; i++) atomic_store(&g_ok_tids[i], 0);
+}
+
+__attribute__((constructor)) static void register_targets_fork_handler(void) {
+    pthread_atfork(NULL, NULL, targets_after_fork_in_child);
+}
+
+// Whether `tid` blocks `signo`: 1 yes, 0 no, SW_ERR_THREAD_GONE. A thread inside our own handler
+// shows the signal blocked for the handler's duration (the kernel masks it while it runs), so
+// "blocked" counts only when it stays so over three readings 200 µs apart.
+int sw_signal_blocked_by(int32_t tid, int signo) {
+    for (int attempt = 0; attempt < 3; attempt++) {
+        uint64_t mask = 0;
+        int rc = sw_thread_sigblk(tid, &mask);
+        if (rc == -ESRCH) return SW_ERR_THREAD_GONE;
+        if (rc != 0 || (mask & (1ULL << (signo - 1))) == 0) return 0;
+        if (attempt < 2) {
+            struct timespec pause = {.tv_sec = 0, .tv_nsec = 200000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    return 1;
+}
+
+// Decides why a thread did not answer: gone, blocking the signal, or just late.
+// Past the deadline already: one SigBlk reading, no retries with pauses.
+int sw_target_silence(int32_t tid, int signo) {
+    uint64_t mask = 0;
+    int rc = sw_thread_sigblk(tid, &mask);
+    if (rc == -ESRCH) return SW_ERR_THREAD_GONE;
+    return rc == 0 && (mask & (1ULL << (signo - 1))) ? SW_ERR_SIGNAL_BLOCKED : SW_ERR_TIMED_OUT;
+}
+
+// Before the first request to a thread: does it block the signal (libdispatch threads block
+// nearly all), and is its stack in the map table (a new thread's stack may be newer than it)?
+int sw_target_check_new(int32_t tid, int signo, int64_t deadline_ns) {
+    uint32_t h = (uint32_t)tid % SW_TID_CACHE;
+    if (atomic_load_explicit(&g_ok_tids[h], memory_order_relaxed) == tid) return 0;
+    int blocked = sw_signal_blocked_by(tid, signo);
+    if (blocked < 0) return blocked;
+    if (blocked) return SW_ERR_SIGNAL_BLOCKED;
+    if (sw_maps_rebuild_until(deadline_ns) == SW_ERR_TIMED_OUT) return SW_ERR_TIMED_OUT;
+    atomic_store_explicit(&g_ok_tids[h], tid, memory_order_relaxed);
+    return 0;
+}
+
+void sw_target_forget(int32_t tid) {
+    uint32_t h = (uint32_t)tid % SW_TID_CACHE;
+    int32_t expected = tid;
+    atomic_compare_exchange_strong(&g_ok_tids[h], &expected, 0);
+}
+
+int sw_request_validate(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t timeout_ns) {
+    if (sw_sampler_signal() == 0) return SW_ERR_NOT_INSTALLED;
+    if (tid <= 0 || max_frames == 0 || timeout_ns <= 0) return SW_ERR_INVALID;
+    if (unwinder != SW_UNWIND_FRAME_POINTER && unwinder != SW_UNWIND_LIBUNWIND && unwinder != SW_UNWIND_NONE) {
+        return SW_ERR_INVALID;
+    }
+    if (tid == sw_gettid()) return SW_ERR_SELF;
+    return 0;
+}
+

@@ -1,0 +1,66 @@
+// What a handler records about the thread it interrupted: the PC, the SP and, for frame pointers,
+// the checked walk. Shared by request answers (request_slots.c) and timer ticks (ring.c).
+#include "sw_internal.h"
+
+#include <ucontext.h>
+
+// A frame record further than this above SP is not read: the kernel is asked about the whole
+// range in one question (mincore) on every capture, and a chain of max_frames records that
+// spans more than this is not a stack a person reads anyway.
+#define SW_WALK_SPAN (2ULL * 1024 * 1024)
+
+// Captures whose stack mapping turned out shorter than the table said (it changed since the table
+// was read): the walk stopped there instead of faulting.
+static _Atomic uint64_t g_cut_at_unmapped;
+
+// async-signal-safe: the bound of every read is the SP's own mapping from the table, cut at the
+// first page the kernel says is unmapped now (the table may be older than the mapping).
+uint64_t sw_readable_stack_end(uint64_t sp, uint64_t hi) {
+    uint64_t want = hi - sp > SW_WALK_SPAN ? sp + SW_WALK_SPAN : hi;
+    return sw_mapped_end(sp, want);
+}
+
+// async-signal-safe: reads only the context and the stack above SP, inside the mapping that holds it.
+void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames,
+                     uint64_t *cached_lo, uint64_t *cached_hi) {
+    const ucontext_t *uc = ucv;
+    const greg_t *g = uc->uc_mcontext.gregs;
+    uint64_t pc = (uint64_t)g[REG_RIP], sp = (uint64_t)g[REG_RSP];
+    st->frames[0] = pc;
+    st->count = 1;
+    st->sp = sp;
+    st->truncated = 0;
+    st->unwinder = (uint8_t)unwinder;
+    st->leaf_word_count = 0;
+    if (unwinder == SW_UNWIND_NONE) {
+        st->stack_known = 1; // nothing to bound: the floor takes the PC only
+        return;
+    }
+    uint64_t lo = 0, hi = 0;
+    if (cached_lo != NULL && cached_hi != NULL && sp >= *cached_lo && sp < *cached_hi) {
+        // A live thread's own stack mapping does not move: skip the table lookup (cold cache
+        // lines in the table were most of this handler's time).
+        lo = *cached_lo;
+        hi = *cached_hi;
+        st->stack_known = 1;
+    } else {
+        st->stack_known = (uint8_t)sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi);
+        if (st->stack_known && cached_lo != NULL && cached_hi != NULL) {
+            *cached_lo = lo;
+            *cached_hi = hi;
+        }
+    }
+    if (unwinder != SW_UNWIND_FRAME_POINTER) return;
+    if (!st->stack_known) {
+        st->truncated = 1;
+        return;
+    }
+    uint64_t end = sw_readable_stack_end(sp, hi);
+    st->truncated = (uint8_t)sw_fp_walk_context(pc, sp, (uint64_t)g[REG_RBP], end, st->frames, &st->count,
+                                                max_frames, st->leaf_words, &st->leaf_word_count);
+    if (end < hi && end - sp < SW_WALK_SPAN) atomic_fetch_add_explicit(&g_cut_at_unmapped, 1, memory_order_relaxed);
+}
+
+uint64_t sw_stack_fill_cut_count(void) {
+    return atomic_load_explicit(&g_cut_at_unmapped, memory_order_relaxed);
+}
