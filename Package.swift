@@ -18,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         // The hot path: signal-based stack capture, thread facts, CPU clocks, NUMA. C11.
@@ -46,6 +47,7 @@ let package = Package(
                 "StallwatchPolicy",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ],
             path: "Sources/Stallwatch"
         ),
@@ -91,7 +93,10 @@ let package = Package(
         ),
         .testTarget(
             name: "StallwatchTests",
-            dependencies: ["Stallwatch", "CSampler", "CSamplerTestSupport"],
+            dependencies: [
+                "Stallwatch", "CSampler", "CSamplerTestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
             path: "Tests/StallwatchTests"
         ),
     ],

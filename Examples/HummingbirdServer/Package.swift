@@ -10,6 +10,9 @@ let package = Package(
         .package(name: "Stallwatch", path: "../.."),
         .package(path: "../BlockingWork"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // Only the example exports Prometheus: the library speaks swift-metrics, the app picks the backend.
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
     ],
     targets: [
         .executableTarget(
@@ -19,6 +22,8 @@ let package = Package(
                 .product(name: "BlockingWork", package: "BlockingWork"),
                 .product(name: "StallwatchNIO", package: "Stallwatch"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
     ],

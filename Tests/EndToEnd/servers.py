@@ -70,12 +70,15 @@ class Server:
         return out
 
     def get(self, path, timeout=15):
+        return self.fetch(path, timeout)[0]
+
+    def fetch(self, path, timeout=15):
+        """(HTTP status, body text) of a GET."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             conn.request("GET", path)
             response = conn.getresponse()
-            response.read()
-            return response.status
+            return response.status, response.read().decode("utf-8", "replace")
         finally:
             conn.close()
 

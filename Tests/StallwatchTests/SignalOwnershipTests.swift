@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import StallwatchPolicy
 import Synchronization
+import MetricsTestKit
 import Testing
 @testable import Stallwatch
 
@@ -34,7 +35,9 @@ struct SignalOwnershipTests {
     @Test("a handler installed after the watchdog started: one error event, and a CPU stall is still reported")
     func takenOver() throws {
         let log = EventLog()
-        let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(300))) { log.append($0) }
+        let backend = TestMetrics()
+        let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(300)),
+                                    metrics: try WatchdogMetrics(factory: backend)) { log.append($0) }
         let probe = watchdog.makeProbe(name: "spin-loop")
         try watchdog.start()
         defer { watchdog.stop() }
@@ -44,6 +47,9 @@ struct SignalOwnershipTests {
         }
         #expect(log.errors.count == 1, "\(log.errors)")
         #expect(log.errors.first?.contains("replaced") == true, "\(log.errors)")
+        #expect(backend.counterTotal(label: "stallwatch_signal_lost_total") == 1)
+        #expect(backend.counterTotal(label: "stallwatch_errors_total") == 1)
+        #expect(try backend.expectGauge("stallwatch_signal_owned").values.contains(0))
         let report = try #require(log.stalls.first, "the stall went unreported once the signal was lost")
         #expect(report.cause?.kind == .cpuBound, "\(report.cause?.evidence ?? "")")
         #expect(report.cause?.evidence.contains("no stack") == true, "\(report.cause?.evidence ?? "")")

@@ -25,6 +25,9 @@ public final class HeartbeatProbe: Sendable {
     private let busyStamp = Atomic<UInt64>(0)
     // Kernel id of the thread that last called busy(): the thread to sample.
     private let threadID = Atomic<Int32>(0)
+    // The longest busy period that ended since the watchdog last took it (coarse nanoseconds):
+    // the loop-lag metric. One writer (the loop), so a load and a store, no read-modify-write.
+    private let longestBusy = Atomic<UInt64>(0)
 
     /// A probe for the loop called `name`. Register it with ``Watchdog/monitor(_:)``.
     public init(name: String) {
@@ -44,7 +47,19 @@ public final class HeartbeatProbe: Sendable {
     /// The loop finished its work and is about to wait.
     @inline(__always)
     public func idle() {
+        let since = busyStamp.load(ordering: .relaxed)
+        if since != 0 {
+            let busyFor = MonotonicClock.coarseNanoseconds() &- since
+            if busyFor > longestBusy.load(ordering: .relaxed) { longestBusy.store(busyFor, ordering: .relaxed) }
+        }
         busyStamp.store(0, ordering: .releasing)
+    }
+
+    /// The longest busy period that ended since the last call (at the coarse clock's resolution),
+    /// or `nil` when none ended. Taken by the watchdog once per round for the loop-lag metric.
+    func takeLongestBusyPeriod() -> Duration? {
+        let longest = longestBusy.exchange(0, ordering: .relaxed)
+        return longest == 0 ? nil : .nanoseconds(Int64(clamping: longest))
     }
 
     /// Runs `body` between ``busy()`` and ``idle()``.

@@ -19,6 +19,8 @@ public final class PingProbe: Sendable {
     private let generation = Atomic<UInt64>(0)
     private let threadID = Atomic<Int32>(0)
     private let lastLateness = Atomic<UInt64>(0)
+    private let answered = Atomic<UInt64>(0)
+    private let answersTaken = Atomic<UInt64>(0)
 
     /// A probe that posts its jobs with `post`. The closure must only enqueue the job, never run it
     /// inline on the caller (the watchdog's own thread).
@@ -42,8 +44,19 @@ public final class PingProbe: Sendable {
             threadID.store(sw_current_tid(), ordering: .relaxed)
             let posted = postedAt.load(ordering: .acquiring)
             if posted != 0 { lastLateness.store(MonotonicClock.nowNanoseconds() &- posted, ordering: .relaxed) }
+            answered.add(1, ordering: .releasing)
             postedAt.store(0, ordering: .releasing)
         }
+    }
+
+    /// The latency of the ping answered since the last call, or `nil`. One ping is outstanding at a
+    /// time and the next is posted only once it was answered, so a watchdog that takes this every
+    /// round before posting sees every ping's latency once.
+    func takeAnsweredLatency() -> Duration? {
+        let count = answered.load(ordering: .acquiring)
+        guard count != answersTaken.load(ordering: .relaxed) else { return nil }
+        answersTaken.store(count, ordering: .relaxed)
+        return lastLatency
     }
 
     /// When the outstanding ping was posted (the loop has been "busy" since), or `nil`.

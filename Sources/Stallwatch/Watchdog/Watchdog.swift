@@ -32,6 +32,8 @@ public final class Watchdog: Sendable {
     private let writer: ReportWriter?
     private let logger: Logger
     private let handler: (@Sendable (WatchdogEvent) -> Void)?
+    /// Where the watchdog's figures go (see ``WatchdogMetrics``), or `nil` for none.
+    public let metrics: WatchdogMetrics?
     // The loops, with a version so the watchdog thread copies the list only when it changed.
     private let sources = Mutex<(list: [LoopSource], version: Int)>(([], 0))
     private let control = Mutex<Control>(Control())
@@ -49,21 +51,27 @@ public final class Watchdog: Sendable {
     ///   - sampler: the stack sampler (created with defaults when `nil`).
     ///   - reportDirectory: where JSON reports go (bounded, 0600 files); `nil` keeps them in events only.
     ///   - logger: swift-log logger for stall warnings and errors.
+    ///   - metrics: swift-metrics figures (stalls by loop and cause, loop lag, sampler cost...), sent
+    ///     to the backend the application bootstrapped; `nil` for none. Add process figures with
+    ///     `WatchdogMetrics(process: ProcessMetrics())`.
     ///   - onEvent: called for every event, besides ``events``: on the watchdog thread, or for a
     ///     report that could not be written, on the report writer's queue. Keep it short.
     public init(configuration: WatchdogConfiguration = WatchdogConfiguration(),
                 sampler: StackSampler? = nil,
                 reportDirectory: String? = nil,
                 logger: Logger = Logger(label: "stallwatch"),
+                metrics: WatchdogMetrics? = .standard,
                 onEvent: (@Sendable (WatchdogEvent) -> Void)? = nil) throws {
         self.configuration = try configuration.validated()
         self.sampler = try sampler ?? StackSampler()
         self.logger = logger
         self.handler = onEvent
+        self.metrics = metrics
         let (events, continuation) = AsyncStream.makeStream(of: WatchdogEvent.self, bufferingPolicy: .bufferingNewest(1000))
         (self.events, self.continuation) = (events, continuation)
         self.writer = reportDirectory.map { directory in
-            ReportWriter(store: ReportStore(directory: directory), logger: logger) { [continuation, onEvent] message in
+            ReportWriter(store: ReportStore(directory: directory), logger: logger) { [continuation, onEvent, metrics] message in
+                metrics?.record(.error(message))
                 continuation.yield(.error(message))
                 onEvent?(.error(message))
             }
@@ -156,8 +164,9 @@ public final class Watchdog: Sendable {
     private func threadMain() {
         _ = sw_thread_set_name("stallwatch")
         WatchdogPriority.raise(logger: logger)
-        let engine = WatchdogEngine(configuration: configuration, sampler: sampler, writer: writer, logger: logger) {
-            [continuation, handler] event in
+        let engine = WatchdogEngine(configuration: configuration, sampler: sampler, writer: writer, logger: logger,
+                                    metrics: metrics) { [continuation, handler, metrics] event in
+            metrics?.record(event)
             continuation.yield(event)
             handler?(event)
         }

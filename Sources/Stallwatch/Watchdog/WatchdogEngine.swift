@@ -12,6 +12,7 @@ final class WatchdogEngine {
     let writer: ReportWriter?
     let logger: Logger
     let emit: (WatchdogEvent) -> Void
+    let metrics: WatchdogMetrics?
     private var monitors: [ObjectIdentifier: LoopMonitor] = [:]
     private var userSources: [LoopSource] = []
     private let poolWatcher: PoolJobWatcher?
@@ -34,10 +35,13 @@ final class WatchdogEngine {
     private var lastCPUAt: MonotonicInstant?
     private var lastThreadCPU: [Int32: Duration] = [:]
     private var reportCounter = 0
+    /// The watchdog thread's CPU time already counted in the metrics.
+    private var reportedCPU: Duration = .zero
     let ownThread = ThreadID.current
 
     init(configuration: WatchdogConfiguration, sampler: StackSampler, writer: ReportWriter?, logger: Logger,
-         emit: @escaping (WatchdogEvent) -> Void) {
+         metrics: WatchdogMetrics?, emit: @escaping (WatchdogEvent) -> Void) {
+        self.metrics = metrics
         self.configuration = configuration
         self.sampler = sampler
         self.builder = ReportBuilder(configuration: configuration, symbolizer: .shared, sampler: sampler)
@@ -88,6 +92,7 @@ final class WatchdogEngine {
         let now = MonotonicClock.now()
         let stopped = judgeSuspension(now: now)
         checkSignalOwnership()
+        metrics?.updateProcess(now: now)
         captureBudgetEnd = now + max(configuration.threshold / 20, .milliseconds(20))
         var next = now + configuration.checkPeriod
         if let poolWatcher {
@@ -99,6 +104,8 @@ final class WatchdogEngine {
         }
         var anyActive = false
         for m in monitors.values {
+            // Before the next ping is posted: the answered one's latency is read exactly once.
+            if let metrics, let lag = m.source.takeLag() { metrics.recordLag(loop: m.source.name, lag) }
             if case .ping(let p) = m.source { p.pingIfIdle() }
             step(m, now: now, stoppedFor: stopped)
             // Wake exactly when a busy loop becomes suspect (to start sampling: the report needs
@@ -129,6 +136,8 @@ final class WatchdogEngine {
         plannedWake = next
         let own = ownThreadFigures()
         ownAtWait = (own.cpu, own.runQueueWait, MonotonicClock.now())
+        metrics?.recordRound(lateness: lateness, watchdogCPU: own.cpu - reportedCPU)
+        reportedCPU = own.cpu
         return next
     }
 
@@ -149,6 +158,8 @@ final class WatchdogEngine {
     /// blocked threads; or, if configured, our handler is installed again, chaining to theirs.
     private func checkSignalOwnership() {
         let ownership = sampler.signalOwnership
+        metrics?.recordSignal(owned: ownership == .ours, lostNow: ownership != .ours && signalLost != ownership
+                                  && ownership != .notInstalled)
         if ownership == .ours {
             if signalLost != nil {
                 logger.notice("the sampling signal is handled by Stallwatch again; sampling resumes")
@@ -272,7 +283,11 @@ final class WatchdogEngine {
                 }
             }
         }
-        if let ring = m.ring { m.append(ring.drain(), capacity: configuration.ringCapacity) }
+        if let ring = m.ring {
+            let drained = ring.drain()
+            metrics?.recordSamples(count: drained.count, handlerTime: drained.reduce(.zero) { $0 + $1.handlerTime })
+            m.append(drained, capacity: configuration.ringCapacity)
+        }
         if let blocked = try? sampler.captureBlockedStack(of: thread) {
             m.append([blocked], capacity: configuration.ringCapacity)
         }

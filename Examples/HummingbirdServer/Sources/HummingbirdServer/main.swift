@@ -1,8 +1,10 @@
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
 import NIOCore
 import NIOPosix
+import Prometheus
 import ServiceLifecycle
 import Stallwatch
 import StallwatchNIO
@@ -13,28 +15,23 @@ let port = Int(environment["PORT"] ?? "") ?? 8080
 let thresholdMilliseconds = Int(environment["STALLWATCH_THRESHOLD_MS"] ?? "") ?? 500
 let logger = Logger(label: "hummingbird-server")
 
+// The application picks the metrics backend; Stallwatch's metrics go wherever it points.
+let registry = PrometheusCollectorRegistry()
+MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+
 let router = Router()
-router.get("/") { _, _ in "ok\n" }
-router.get("/block/:kind") { request, context -> String in
-    let kind = context.parameters.get("kind") ?? ""
-    let milliseconds = request.uri.queryParameters.get("ms", as: Int.self) ?? 1500
-    switch kind {
-    case "sleep": sleepingHandler(milliseconds: milliseconds)
-    case "cpu": computingHandler(milliseconds: milliseconds)
-    case "lock": lockingHandler(milliseconds: milliseconds)
-    case "socket": socketReadingHandler(milliseconds: milliseconds)
-    default: throw HTTPError(.notFound)
-    }
-    return "blocked \(kind) \(milliseconds) ms\n"
-}
+router.get("/metrics") { _, _ in registry.emitToString() }
+addRoutes(to: router)                                  // the service's own handlers
 
 // One group for the server, so the watchdog can ping each of its event loops.
 let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
 
+let processMetrics = try ProcessMetrics()        // CPU, memory, threads, fds, start-up: opt-in
 let watchdog = try Watchdog(
     configuration: WatchdogConfiguration(threshold: .milliseconds(thresholdMilliseconds)),
     reportDirectory: environment["STALLWATCH_REPORT_DIR"],
     logger: Logger(label: "stallwatch"),
+    metrics: try WatchdogMetrics(process: processMetrics),
     onEvent: { event in print(event.jsonLine); fflush(nil) })
 watchdog.monitor(eventLoopGroup: group)              // every NIO event loop, pinged
 watchdog.monitor(PingProbe.cooperativePool())       // the whole pool starved
@@ -44,6 +41,7 @@ let app = Application(
     router: router,
     configuration: .init(address: .hostname("127.0.0.1", port: port)),
     onServerRunning: { channel in
+        processMetrics.ready()                        // start-up time: process start until now
         print("listening on 127.0.0.1:\(channel.localAddress?.port ?? 0)")
         fflush(nil)
     },

@@ -1,0 +1,19 @@
+import Hummingbird
+
+/// The service's own routes: here, handlers that block their pool thread on purpose, so the
+/// end-to-end tests can check what Stallwatch reports for each.
+func addRoutes(to router: Router<BasicRequestContext>) {
+    router.get("/") { _, _ in "ok\n" }
+    router.get("/block/:kind") { request, context -> String in
+        let kind = context.parameters.get("kind") ?? ""
+        let milliseconds = request.uri.queryParameters.get("ms", as: Int.self) ?? 1500
+        switch kind {
+        case "sleep": sleepingHandler(milliseconds: milliseconds)
+        case "cpu": computingHandler(milliseconds: milliseconds)
+        case "lock": lockingHandler(milliseconds: milliseconds)
+        case "socket": socketReadingHandler(milliseconds: milliseconds)
+        default: throw HTTPError(.notFound)
+        }
+        return "blocked \(kind) \(milliseconds) ms\n"
+    }
+}

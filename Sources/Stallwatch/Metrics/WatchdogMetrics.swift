@@ -1,0 +1,201 @@
+import CoreMetrics
+import StallwatchPolicy
+import Synchronization
+
+/// The watchdog's figures as swift-metrics metrics, for whatever backend the application
+/// bootstrapped (Prometheus, OpenTelemetry, StatsD; nothing is recorded until one is).
+///
+/// Every name starts with ``prefix`` (default `stallwatch`). Label names follow Prometheus
+/// conventions (`snake_case`, counters end in `_total`, times in seconds):
+///
+/// | Metric | Kind | Labels | What it counts |
+/// |---|---|---|---|
+/// | `stallwatch_stalls_total` | counter | `loop`, `cause` | stalls reported (first report of each) |
+/// | `stallwatch_stall_duration_seconds` | timer | `loop`, `cause` | final duration of each reported stall |
+/// | `stallwatch_loop_lag_seconds` | timer | `loop` | every ping's latency; a heartbeat loop's longest busy period per round |
+/// | `stallwatch_reports_filtered_total` | counter | `loop`, `reason` | stalls not reported: `trivial_stack`, `annealing`, `rate_limited` |
+/// | `stallwatch_cpu_reports_total` | counter | `kind` | high-CPU reports: `cpuHigh`, `cpuSustained` |
+/// | `stallwatch_samples_total` | counter | | stacks sampled from loop threads |
+/// | `stallwatch_sampler_cpu_seconds_total` | counter | | CPU the signal handler spent capturing them |
+/// | `stallwatch_watchdog_cpu_seconds_total` | counter | | CPU of the watchdog thread |
+/// | `stallwatch_watchdog_lateness_seconds` | timer | | how late each watchdog round started |
+/// | `stallwatch_signal_owned` | gauge | | 1 while the sampling signal's handler is Stallwatch's, else 0 |
+/// | `stallwatch_signal_lost_total` | counter | | times another handler took the sampling signal over |
+/// | `stallwatch_errors_total` | counter | | `.error` events (e.g. an unwritable report directory) |
+///
+/// With ``ProcessMetrics`` enabled, the process figures documented there are added.
+public final class WatchdogMetrics: Sendable {
+    /// The first word of every metric name.
+    public let prefix: String
+    /// Process figures updated on the watchdog's rounds, or `nil` when not collected.
+    public let process: ProcessMetrics?
+    private let factory: (any MetricsFactory)?
+    private let state = Mutex<State>(State())
+
+    private struct State {
+        var counters: [String: Counter] = [:]
+        var timers: [String: CoreMetrics.Timer] = [:]
+        var causeOfStall: [String: String] = [:]   // loop -> cause of its stall in progress
+        var samplerCPU: FloatingPointCounter?
+        var watchdogCPU: FloatingPointCounter?
+        var signalOwned: Gauge?
+        var gauges: [String: Gauge] = [:]
+    }
+
+    /// Metrics named `prefix_…`, created through `factory` (default: the one the application
+    /// bootstrapped with `MetricsSystem.bootstrap`).
+    ///
+    /// - Parameters:
+    ///   - prefix: the first word of every name; letters, digits and `_` only.
+    ///   - process: also report the process figures of ``ProcessMetrics`` (off by default).
+    ///   - factory: the metrics backend; `nil` for `MetricsSystem.factory` at the time of use.
+    /// - Throws: ``MetricsConfigurationError`` for a prefix Prometheus would not accept.
+    public init(prefix: String = "stallwatch", process: ProcessMetrics? = nil,
+                factory: (any MetricsFactory)? = nil) throws(MetricsConfigurationError) {
+        guard let first = prefix.unicodeScalars.first, !("0"..."9").contains(first),
+              prefix.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" })
+        else { throw .invalidPrefix(prefix) }
+        self.prefix = prefix
+        self.process = process
+        self.factory = factory
+    }
+
+    /// Named `stallwatch_…`, sent to the backend bootstrapped with `MetricsSystem.bootstrap`, no
+    /// process figures: what a ``Watchdog`` uses unless told otherwise.
+    public static let standard: WatchdogMetrics = {
+        // The default prefix is valid: this cannot throw.
+        guard let metrics = try? WatchdogMetrics() else { preconditionFailure("the default metrics prefix is invalid") }
+        return metrics
+    }()
+
+    private var resolvedFactory: any MetricsFactory { factory ?? MetricsSystem.factory }
+
+    private func name(_ suffix: String) -> String { "\(prefix)_\(suffix)" }
+
+    private static func key(_ suffix: String, _ dimensions: [(String, String)]) -> String {
+        ([suffix] + dimensions.flatMap { [$0.0, $0.1] }).joined(separator: "\u{0}")
+    }
+
+    private func counter(_ suffix: String, _ dimensions: [(String, String)], in s: inout State) -> Counter {
+        let key = Self.key(suffix, dimensions)
+        if let c = s.counters[key] { return c }
+        let c = Counter(label: name(suffix), dimensions: dimensions, factory: resolvedFactory)
+        s.counters[key] = c
+        return c
+    }
+
+    private func timer(_ suffix: String, _ dimensions: [(String, String)], in s: inout State) -> CoreMetrics.Timer {
+        let key = Self.key(suffix, dimensions)
+        if let t = s.timers[key] { return t }
+        let t = CoreMetrics.Timer(label: name(suffix), dimensions: dimensions, factory: resolvedFactory)
+        s.timers[key] = t
+        return t
+    }
+
+    /// Counts what an event tells: stalls, their durations, filtered reports, CPU reports, errors.
+    func record(_ event: WatchdogEvent) {
+        state.withLock { s in
+            switch event {
+            case .stall(let report):
+                guard report.sequenceInStall == 0 else { return }
+                let loop = report.loopName ?? "?"
+                let cause = report.cause?.kind.rawValue ?? StallCauseKind.unknown.rawValue
+                s.causeOfStall[loop] = cause
+                counter("stalls_total", [("loop", loop), ("cause", cause)], in: &s).increment()
+            case .stallEnded(let loop, _, let duration):
+                let cause = s.causeOfStall.removeValue(forKey: loop) ?? StallCauseKind.unknown.rawValue
+                timer("stall_duration_seconds", [("loop", loop), ("cause", cause)], in: &s)
+                    .recordNanoseconds(duration.clampedNanoseconds)
+            case .filtered(let loop, let reason):
+                counter("reports_filtered_total", [("loop", loop), ("reason", reason.metricLabel)], in: &s).increment()
+            case .cpu(let report):
+                counter("cpu_reports_total", [("kind", report.kind.rawValue)], in: &s).increment()
+            case .error:
+                counter("errors_total", [], in: &s).increment()
+            }
+        }
+    }
+
+    /// A loop's lag: one ping's latency or the longest busy period of a round.
+    func recordLag(loop: String, _ lag: Duration) {
+        state.withLock { s in timer("loop_lag_seconds", [("loop", loop)], in: &s).recordNanoseconds(lag.clampedNanoseconds) }
+    }
+
+    /// Samples taken from loop threads and the handler time they cost.
+    func recordSamples(count: Int, handlerTime: Duration) {
+        guard count > 0 else { return }
+        state.withLock { s in
+            counter("samples_total", [], in: &s).increment(by: Int64(count))
+            if s.samplerCPU == nil {
+                s.samplerCPU = FloatingPointCounter(label: name("sampler_cpu_seconds_total"), factory: resolvedFactory)
+            }
+            s.samplerCPU?.increment(by: handlerTime.secondsDouble)
+        }
+    }
+
+    /// One watchdog round: how late it started and the watchdog thread's CPU time since the last.
+    func recordRound(lateness: Duration, watchdogCPU: Duration) {
+        state.withLock { s in
+            timer("watchdog_lateness_seconds", [], in: &s).recordNanoseconds(lateness.clampedNanoseconds)
+            if s.watchdogCPU == nil {
+                s.watchdogCPU = FloatingPointCounter(label: name("watchdog_cpu_seconds_total"), factory: resolvedFactory)
+            }
+            if watchdogCPU > .zero { s.watchdogCPU?.increment(by: watchdogCPU.secondsDouble) }
+        }
+    }
+
+    /// Refreshes the process figures when they are due (``ProcessMetrics/interval``).
+    func updateProcess(now: MonotonicInstant) {
+        guard let process else { return }
+        process.update(now: now) { suffix, dimensions in
+            state.withLock { s in
+                let key = Self.key(suffix, dimensions)
+                if let g = s.gauges[key] { return g }
+                let g = Gauge(label: name(suffix), dimensions: dimensions, factory: resolvedFactory)
+                s.gauges[key] = g
+                return g
+            }
+        }
+    }
+
+    /// Whether the sampling signal is still ours; `lostNow` when it was just taken over.
+    func recordSignal(owned: Bool, lostNow: Bool) {
+        state.withLock { s in
+            if s.signalOwned == nil { s.signalOwned = Gauge(label: name("signal_owned"), factory: resolvedFactory) }
+            s.signalOwned?.record(owned ? 1 : 0)
+            if lostNow { counter("signal_lost_total", [], in: &s).increment() }
+        }
+    }
+}
+
+/// A metrics configuration that cannot work.
+public enum MetricsConfigurationError: Error, Equatable, CustomStringConvertible {
+    /// The prefix is empty, starts with a digit or holds characters other than letters, digits
+    /// and `_` (Prometheus would reject every name).
+    case invalidPrefix(String)
+    /// ``ProcessMetrics`` refreshed more often than every 100 ms (each refresh reads several
+    /// files of `/proc` on the watchdog's thread).
+    case invalidInterval(Duration)
+
+    /// One line saying what is wrong and what would work.
+    public var description: String {
+        switch self {
+        case .invalidInterval(let d):
+            "process metrics interval \(d): at least 100 ms"
+        case .invalidPrefix(let p):
+            "metric prefix \"\(p)\": use letters, digits and _ only, not starting with a digit"
+        }
+    }
+}
+
+extension FilterReason {
+    /// The `reason` label of `stallwatch_reports_filtered_total`.
+    var metricLabel: String {
+        switch self {
+        case .trivialStack: "trivial_stack"
+        case .annealing: "annealing"
+        case .rateLimited: "rate_limited"
+        }
+    }
+}
+
