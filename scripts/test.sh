@@ -28,4 +28,6 @@ if [ "$#" -eq 0 ]; then
   scripts/fuzz.sh
   # Real servers (Hummingbird 2, raw SwiftNIO) from Examples/, driven over 127.0.0.1.
   scripts/e2e-servers.sh
+  # The Hummingbird example's /metrics (swift-prometheus) scraped by a real Prometheus server.
+  timeout 300 python3 Tests/EndToEnd/prometheus.py Examples/HummingbirdServer/.build/debug/HummingbirdServer README.md
 fi

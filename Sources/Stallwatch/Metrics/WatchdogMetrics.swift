@@ -15,7 +15,7 @@ import Synchronization
 /// | `stallwatch_loop_lag_seconds` | timer | `loop` | every ping's latency; a heartbeat loop's longest busy period per round |
 /// | `stallwatch_reports_filtered_total` | counter | `loop`, `reason` | stalls not reported: `trivial_stack`, `annealing`, `rate_limited` |
 /// | `stallwatch_cpu_reports_total` | counter | `kind` | high-CPU reports: `cpuHigh`, `cpuSustained` |
-/// | `stallwatch_samples_total` | counter | | stacks sampled from loop threads |
+/// | `stallwatch_samples_total` | counter | | stacks taken from suspect and stalled loop threads (signal or /proc) |
 /// | `stallwatch_sampler_cpu_seconds_total` | counter | | CPU the signal handler spent capturing them |
 /// | `stallwatch_watchdog_cpu_seconds_total` | counter | | CPU of the watchdog thread |
 /// | `stallwatch_watchdog_lateness_seconds` | timer | | how late each watchdog round started |

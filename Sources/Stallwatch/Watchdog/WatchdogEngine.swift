@@ -283,14 +283,15 @@ final class WatchdogEngine {
                 }
             }
         }
-        if let ring = m.ring {
-            let drained = ring.drain()
-            metrics?.recordSamples(count: drained.count, handlerTime: drained.reduce(.zero) { $0 + $1.handlerTime })
-            m.append(drained, capacity: configuration.ringCapacity)
-        }
-        if let blocked = try? sampler.captureBlockedStack(of: thread) {
-            m.append([blocked], capacity: configuration.ringCapacity)
-        }
+        if let ring = m.ring { add(ring.drain(), to: m) }
+        if let blocked = try? sampler.captureBlockedStack(of: thread) { add([blocked], to: m) }
+    }
+
+    /// Keeps new samples of a loop's thread, counted in the metrics.
+    private func add(_ stacks: [CapturedStack], to m: LoopMonitor) {
+        guard !stacks.isEmpty else { return }
+        metrics?.recordSamples(count: stacks.count, handlerTime: stacks.reduce(.zero) { $0 + $1.handlerTime })
+        m.append(stacks, capacity: configuration.ringCapacity)
     }
 
     // MARK: - reporting
@@ -312,7 +313,7 @@ final class WatchdogEngine {
                 do {
                     let one = try maySignal ? sampler.captureStack(of: thread, timeout: min(.milliseconds(20), remaining))
                                             : sampler.captureBlockedStack(of: thread)
-                    m.append([one], capacity: configuration.ringCapacity)
+                    add([one], to: m)
                 } catch {
                     captureFailure = signalLost?.description ?? "\(error)"
                 }
