@@ -2,7 +2,7 @@
 # Installs the system packages Stallwatch builds, tests and benchmarks with (Debian 12, as root).
 # Idempotent: packages already present are left alone.
 set -euo pipefail
-need=(libunwind-dev libnuma-dev prometheus)
+need=(libunwind-dev libnuma-dev prometheus curl)
 if [ "${1:-}" = "--bench" ]; then
   need+=(libgoogle-perftools-dev)
 fi
