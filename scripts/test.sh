@@ -24,10 +24,14 @@ if [ "$#" -eq 0 ]; then
   ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     swift test --skip-build --scratch-path .build-asan --no-parallel \
     --skip 'WatchdogEndToEndTests|WatchdogDeliveryTests|PoolJobTests|blockedInRead'
+  # The DocC catalogs (Sources/*/*.docc): every link resolves, no warning.
+  swift package generate-documentation --target Stallwatch --target StallwatchPolicy --warnings-as-errors
   # libFuzzer on the /proc parsers and the report decoder, a minute each; earlier crashes replayed.
   scripts/fuzz.sh
   # Real servers (Hummingbird 2, raw SwiftNIO) from Examples/, driven over 127.0.0.1.
   scripts/e2e-servers.sh
   # The Hummingbird example's /metrics (swift-prometheus) scraped by a real Prometheus server.
   timeout 300 python3 Tests/EndToEnd/prometheus.py Examples/HummingbirdServer/.build/debug/HummingbirdServer README.md
+  # A fresh package depending on this commit by git URL, with the README's wiring pasted.
+  scripts/consumer-check.sh
 fi

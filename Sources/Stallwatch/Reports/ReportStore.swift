@@ -59,8 +59,10 @@ public struct ReportStore: Sendable {
 
     /// Writes `report` and prunes the directory; returns the new file's path.
     ///
-    /// - Parameter now: the wall-clock time recorded in the file name and used for expiry;
-    ///   injectable for tests.
+    /// - Parameters:
+    ///   - report: the report to store.
+    ///   - now: the wall-clock time recorded in the file name and used for expiry;
+    ///     injectable for tests.
     @discardableResult
     public func write(_ report: StallReport, now: Date = Date()) throws(ReportStoreError) -> String {
         try write(report, replacing: nil, now: now)

@@ -27,7 +27,7 @@ public final class StackSampler: Sendable {
         public var maxFrames: Int = 128
         /// How long a capture waits for the thread to answer.
         public var timeout: Duration = .milliseconds(100)
-        /// How long a thread held still by ``StackSampler/snapshot(of:whileHeld:)`` waits to be
+        /// How long a thread held still by ``StackSampler/snapshot(of:unwinder:whileHeld:)`` waits to be
         /// released before it resumes on its own.
         public var holdLimit: Duration = .milliseconds(250)
         /// When `false` (the default), a thread blocked in a system call is not signalled: a signal

@@ -29,7 +29,7 @@ public final class HeartbeatProbe: Sendable {
     // the loop-lag metric. One writer (the loop), so a load and a store, no read-modify-write.
     private let longestBusy = Atomic<UInt64>(0)
 
-    /// A probe for the loop called `name`. Register it with ``Watchdog/monitor(_:)``.
+    /// A probe for the loop called `name`. Register it with ``Watchdog/monitor(_:)-(HeartbeatProbe)``.
     public init(name: String) {
         self.name = name
     }

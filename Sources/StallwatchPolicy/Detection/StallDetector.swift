@@ -3,7 +3,7 @@
 ///
 /// The probe publishes "busy since" (set at the first wake after idling, cleared on idle); the
 /// watchdog passes that stamp, the current instant and the previous round's instant to
-/// ``evaluate(busySince:now:previousRoundAt:)``.
+/// ``evaluate(busySince:now:previousRoundAt:stoppedFor:)``.
 public struct StallDetector: Sendable {
     /// The busy period being watched: the probe's stamp, the instant we measure from (equal to
     /// the stamp unless re-based after a suspension), and how many rounds it has been stalled.

@@ -25,7 +25,7 @@ public struct ReportCounters: Equatable, Sendable, Codable {
     }
 }
 
-/// The outcome of ``StallFilter/evaluate(_:round:now:)``.
+/// The outcome of ``StallFilter/evaluate(_:round:now:stackRequired:)``.
 public enum FilterDecision: Equatable, Sendable {
     /// Write the report, attaching these counters.
     case report(ReportCounters)
