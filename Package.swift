@@ -37,6 +37,12 @@ let package = Package(
                 .linkedLibrary("dl"),
             ]
         ),
+        // gzip (pprof exports) and xz (MiniDebugInfo) through the system's zlib and liblzma.
+        .target(
+            name: "CCompression",
+            path: "Sources/CCompression",
+            linkerSettings: [.linkedLibrary("z"), .linkedLibrary("lzma")]
+        ),
         // Pure policy: inputs in, decisions out. No threads, clocks or I/O.
         .target(
             name: "StallwatchPolicy",
@@ -46,6 +52,7 @@ let package = Package(
             name: "Stallwatch",
             dependencies: [
                 "CSampler",
+                "CCompression",
                 "StallwatchPolicy",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -96,7 +103,7 @@ let package = Package(
         .testTarget(
             name: "StallwatchTests",
             dependencies: [
-                "Stallwatch", "CSampler", "CSamplerTestSupport",
+                "Stallwatch", "CSampler", "CSamplerTestSupport", "CCompression",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             path: "Tests/StallwatchTests"

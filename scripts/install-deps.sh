@@ -2,7 +2,12 @@
 # Installs the system packages Stallwatch builds, tests and benchmarks with (Debian 12, as root).
 # Idempotent: packages already present are left alone.
 set -euo pipefail
-need=(libunwind-dev libnuma-dev prometheus curl)
+need=(libunwind-dev libnuma-dev zlib1g-dev liblzma-dev)
+# The Prometheus end-to-end test and the consumer check.
+need+=(prometheus curl)
+# Real consumers of the exports, used by tests: go tool pprof, protoc --decode, headless Chromium;
+# libc6-dbg names libc's internal frames (/usr/lib/debug/.build-id).
+need+=(golang-go protobuf-compiler chromium libc6-dbg binutils xz-utils)
 if [ "${1:-}" = "--bench" ]; then
   need+=(libgoogle-perftools-dev)
 fi

@@ -38,9 +38,18 @@ struct Demo: ParsableCommand {
             throw ValidationError("unknown scenario '\(scenario)'; choose one of \(DemoScenario.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard thresholdMilliseconds > 0 else { throw ValidationError("--threshold-ms must be positive") }
-        guard stallSeconds >= 0, seconds > 0 else { throw ValidationError("--stall-seconds must be ≥ 0 and --seconds > 0") }
+        // Finite and bounded: the values become sleep lengths, and a day is more than any demo needs.
+        guard stallSeconds.isFinite, stallSeconds >= 0, stallSeconds <= Self.maximumSeconds else {
+            throw ValidationError("--stall-seconds must be a number from 0 to \(Int(Self.maximumSeconds))")
+        }
+        guard seconds.isFinite, seconds > 0, seconds <= Self.maximumSeconds else {
+            throw ValidationError("--seconds must be a number above 0 and at most \(Int(Self.maximumSeconds))")
+        }
         guard suspensionLimitMilliseconds > 0 else { throw ValidationError("--suspension-limit-ms must be positive") }
     }
+
+    /// The longest --seconds or --stall-seconds accepted: one day.
+    static let maximumSeconds: Double = 86_400
 
     func run() throws {
         guard let kind = DemoScenario(rawValue: scenario) else { return }
@@ -94,10 +103,10 @@ struct Demo: ParsableCommand {
         loop.name = "demo-loop"
         loop.start()
         // The lock holder and the upstream release their victims after the stall.
-        usleep(UInt32((0.1 + stall) * 1_000_000))
+        demoSleep(seconds: 0.1 + stall)
         if kind == .lock { pthread_mutex_unlock(lock) }
         if kind == .socket { _ = write(pair[1], "x", 1) }
-        usleep(UInt32(max(seconds - 0.1 - stall, 0.2) * 1_000_000))
+        demoSleep(seconds: max(seconds - 0.1 - stall, 0.2))
         loop.cancel()
         watchdog.stop()
     }

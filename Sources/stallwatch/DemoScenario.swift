@@ -45,7 +45,16 @@ func demoReadUpstreamResponse(_ fd: Int32) {
 
 @inline(never)
 func demoBackOffBeforeRetry(seconds: Double) {
-    usleep(UInt32(seconds * 1_000_000))
+    demoSleep(seconds: seconds)
+}
+
+/// Sleeps `seconds` (finite, ≥ 0; validated by the command), resuming after signals. `usleep`
+/// takes a 32-bit count of microseconds: a conversion of more than 71 minutes would trap.
+func demoSleep(seconds: Double) {
+    let whole = seconds.rounded(.down)
+    var request = timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
+    var remaining = timespec()
+    while nanosleep(&request, &remaining) != 0, errno == EINTR { request = remaining }
 }
 
 @inline(never)

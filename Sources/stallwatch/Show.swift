@@ -2,39 +2,49 @@ import ArgumentParser
 import Foundation
 import StallwatchPolicy
 
-/// `stallwatch show`: a stall report for people.
+/// `stallwatch show`: a stall report for people. Every name from the report is printed through
+/// ``TerminalSafeText``: a report is data from another process, not text for the terminal.
 struct Show: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print a stall report (JSON file) for people.")
 
     @Argument(help: "Report files written by the watchdog.")
     var files: [String]
 
+    @Flag(name: .long, help: "Also print every other thread's whole stack (by default, only its top frame).")
+    var threads = false
+
     func run() throws {
         for (i, path) in files.enumerated() {
             if i > 0 { print("") }
-            let report = try ReportFile.load(path)
-            print(Self.render(report))
+            print(Self.render(try ReportInputs.load(path), allStacks: threads))
         }
     }
 
-    static func render(_ r: StallReport) -> String {
+    static func render(_ r: StallReport, allStacks: Bool = false) -> String {
         var lines: [String] = []
-        let start = Date(timeIntervalSince1970: Double(r.startTimeUnixNanoseconds) / 1e9)
-        let ms = { (ns: Int64) in String(format: "%.1f ms", Double(ns) / 1e6) }
-        lines.append("\(r.kind.rawValue) \(r.id) — loop \(r.loopName ?? "-"), thread \(r.thread.map { "\($0.id) \($0.name)" } ?? "-")")
-        lines.append("started \(ISO8601DateFormatter().string(from: start)), lasted \(ms(r.durationNanoseconds))\(r.durationIsFinal ? "" : " so far") (threshold \(ms(r.thresholdNanoseconds)))")
-        if let c = r.cause { lines.append("cause: \(c.kind.rawValue) — \(c.evidence)") }
+        let safe = TerminalSafeText.escaped
+        lines.append("\(r.kind.rawValue) \(safe(r.id)) — loop \(safe(r.loopName ?? "-")), thread \(r.thread.map(threadText) ?? "-")")
+        let final = r.durationIsFinal ? "final" : "so far: written while still stalled"
+        lines.append("started \(TextFormat.time(unixNanoseconds: r.startTimeUnixNanoseconds)), lasted \(TextFormat.milliseconds(r.durationNanoseconds)) (\(final); threshold \(TextFormat.milliseconds(r.thresholdNanoseconds)))")
+        if let c = r.cause { lines.append("cause: \(c.kind.rawValue) — \(safe(c.evidence))") }
+        lines.append("blamed: \(safe(r.blamedSummary()))")
         let truncated = r.truncatedSampleCount > 0 ? "; \(r.truncatedSampleCount) cut at the frame limit, their outer frames missing" : ""
-        lines.append("blamed stack (\(r.sampleCount) samples\(truncated); leaf first):")
+        lines.append("blamed stack (\(r.sampleCount) samples\(truncated); leaf first; [sys] = system code):")
         for f in r.blamedStack {
-            lines.append("  \(String(format: "%4d", f.sampleCount))  \(FrameText.describe(symbol: f.symbol, module: f.module, offset: f.moduleOffset?.value))")
+            lines.append("  \(String(format: "%4d", f.sampleCount))  \(frameText(f))")
         }
         if let others = r.otherThreads, !others.isEmpty {
-            lines.append("other threads (\(others.count) of \(r.threadCount)):")
+            lines.append("other threads (\(others.count) of \(r.threadCount))\(allStacks ? "" : "; --threads prints their stacks"):")
             for t in others {
-                let top = t.frames.first.map { FrameText.describe(symbol: $0.symbol, module: $0.module, offset: $0.moduleOffset?.value) } ?? "-"
                 let call = t.syscall.map { " syscall \($0)" } ?? ""
-                lines.append("  \(t.thread.id) \(t.thread.name) [\(t.state)\(call)] \(top)")
+                if allStacks {
+                    lines.append("  \(threadText(t.thread)) [\(safe(t.state))\(call)]")
+                    lines.append(contentsOf: t.frames.map { "        \(frameText($0))" })
+                    if t.frames.isEmpty { lines.append("        (no stack captured)") }
+                } else {
+                    let top = t.frames.first.map(frameText) ?? "-"
+                    lines.append("  \(threadText(t.thread)) [\(safe(t.state))\(call)] \(top)")
+                }
             }
         } else {
             lines.append("threads: \(r.threadCount)")
@@ -48,49 +58,18 @@ struct Show: ParsableCommand {
         }
         return lines.joined(separator: "\n")
     }
-}
 
-/// `stallwatch fold`: the sampled call tree as folded stacks (`root;…;leaf count`), the input of
-/// FlameGraph's flamegraph.pl, speedscope and Pyroscope's /ingest.
-struct Fold: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print a report's call tree as folded stacks for flame graphs.")
-
-    @Argument(help: "Report files written by the watchdog.")
-    var files: [String]
-
-    func run() throws {
-        var counts: [String: Int] = [:]
-        for path in files {
-            let report = try ReportFile.load(path)
-            let names = report.callTree.map {
-                FrameText.describe(symbol: $0.symbol, module: $0.module, offset: nil).replacingOccurrences(of: ";", with: ":")
-            }
-            for (path, count) in ReportCallTreeNode.leafPaths(report.callTree) {
-                counts[path.map { names[$0] }.joined(separator: ";"), default: 0] += count
-            }
-        }
-        for (stack, count) in counts.sorted(by: { $0.key < $1.key }) { print("\(stack) \(count)") }
+    /// The whole name: the kernel keeps at most 15 bytes of a thread's name, and libdispatch keeps
+    /// the tail of long queue labels, so a 15-byte name says it may be cut.
+    static func threadText(_ t: ThreadIdentity) -> String {
+        let cut = t.name.utf8.count >= 15 ? " (the kernel keeps 15 bytes of a name)" : ""
+        return "\(t.id) \"\(TerminalSafeText.escaped(t.name))\"\(cut)"
     }
-}
 
-/// A report file that cannot be read or is not a report (not a usage mistake: no usage banner).
-struct ReportFileError: Error, CustomStringConvertible {
-    let description: String
-}
-
-enum ReportFile {
-    static func load(_ path: String) throws -> StallReport {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ReportFileError(description: "cannot read \(path): \(error.localizedDescription)")
-        }
-        do {
-            return try JSONDecoder().decode(StallReport.self, from: data)
-        } catch {
-            throw ReportFileError(description: "\(path) is not a Stallwatch report this version reads (schema 1...\(StallReport.currentSchemaVersion)): \(error)")
-        }
+    static func frameText(_ f: ReportFrame) -> String {
+        let text = FrameText.describe(symbol: f.symbol, module: f.module, offset: f.moduleOffset?.value)
+        let module = f.symbol == nil ? "" : f.module.map { "  (\(($0 as NSString).lastPathComponent))" } ?? ""
+        return (f.resolvedOrigin == .system ? "[sys] " : "") + TerminalSafeText.escaped(text + module)
     }
 }
 

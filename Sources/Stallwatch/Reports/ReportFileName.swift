@@ -29,6 +29,17 @@ struct ReportFileName: Comparable {
         self.unixMilliseconds = value
     }
 
+    /// The report's pprof export beside it (`….pb.gz`), written when the configuration asks.
+    var pprofCompanion: String { String(name.dropLast(Self.suffix.count)) + Self.pprofSuffix }
+
+    static let pprofSuffix = ".pb.gz"
+
+    /// The report a pprof companion belongs to, parsed from the companion's name.
+    init?(parsingCompanion name: String) {
+        guard name.hasSuffix(Self.pprofSuffix) else { return nil }
+        self.init(parsing: String(name.dropLast(Self.pprofSuffix.count)) + Self.suffix)
+    }
+
     static func < (lhs: ReportFileName, rhs: ReportFileName) -> Bool {
         (lhs.unixMilliseconds, lhs.name) < (rhs.unixMilliseconds, rhs.name)
     }

@@ -82,19 +82,36 @@ public struct ReportStore: Sendable {
         try ReportDirectoryIO.ensureDirectory(directory, allowShared: limits.allowSharedDirectory)
         let name = replaceableName(previous, id: report.id, kind: report.kind.rawValue)
             ?? ReportFileName(unixMilliseconds: Self.milliseconds(now), kind: report.kind.rawValue, id: report.id)
+        // The pprof companion goes first: a report never points at an export that failed, and
+        // an export whose report failed is swept as an orphan.
+        if report.configuration.writePprof {
+            let profile: [UInt8]
+            do {
+                profile = try PprofFile.bytes(of: [report])
+            } catch {
+                throw .encodingFailed(reason: "pprof: \(error)")
+            }
+            try replaceAtomically(path(name.pprofCompanion), with: profile, modified: now)
+        }
         let finalPath = path(name.name)
+        try replaceAtomically(finalPath, with: bytes, modified: now)
+        ReportDirectoryIO.syncDirectory(directory)
+        // The report is safely written; failing to evict must not turn that into an error.
+        _ = try? prune(now: now, keeping: name.name)
+        return finalPath
+    }
+
+    /// Writes a temporary file beside `finalPath` and renames it over `finalPath`.
+    private func replaceAtomically(_ finalPath: String, with bytes: [UInt8], modified: Date) throws(ReportStoreError) {
+        let name = String(finalPath.split(separator: "/").last ?? "report")
         // Unique per process and per call, so two writers never share a temporary file.
-        let temporaryPath = path("\(ReportFileName.temporaryPrefix)\(getpid())-\(UInt32.random(in: .min ... .max))-\(name.name)")
-        try ReportDirectoryIO.writeNewFile(temporaryPath, bytes, modified: now)
+        let temporaryPath = path("\(ReportFileName.temporaryPrefix)\(getpid())-\(UInt32.random(in: .min ... .max))-\(name)")
+        try ReportDirectoryIO.writeNewFile(temporaryPath, bytes, modified: modified)
         if rename(temporaryPath, finalPath) != 0 {
             let code = errno
             unlink(temporaryPath)
             throw .cannotRename(from: temporaryPath, to: finalPath, errno: code)
         }
-        ReportDirectoryIO.syncDirectory(directory)
-        // The report is safely written; failing to evict must not turn that into an error.
-        _ = try? prune(now: now, keeping: name.name)
-        return finalPath
     }
 
     /// The name of `previous` when it is a report of this store for `id` that still exists.
@@ -120,7 +137,8 @@ public struct ReportStore: Sendable {
         let owner = geteuid()
         return try ReportDirectoryIO.list(directory).compactMap(ReportFileName.init(parsing:)).compactMap { name in
             ReportDirectoryIO.ownRegularFile(path(name.name), owner: owner).map {
-                StoredReport(path: path(name.name), unixMilliseconds: $0.modifiedMilliseconds, bytes: $0.bytes)
+                let companion = ReportDirectoryIO.ownRegularFile(path(name.pprofCompanion), owner: owner)?.bytes ?? 0
+                return StoredReport(path: path(name.name), unixMilliseconds: $0.modifiedMilliseconds, bytes: $0.bytes + companion)
             }
         }.sorted { ($0.unixMilliseconds, $0.path) < ($1.unixMilliseconds, $1.path) }
     }
@@ -158,8 +176,10 @@ public struct ReportStore: Sendable {
         let oldestAllowed = Self.milliseconds(now) - limits.maxAge.clampedNanoseconds / 1_000_000
         func remove(at index: Int) {
             if unlink(reports[index].path) == 0 || errno == ENOENT { removed.append(reports[index].path) }
+            removeCompanion(ofReport: reports[index].path)
             reports.remove(at: index)
         }
+        removed += sweepOrphanedCompanions()
         var index = 0
         while index < reports.count {
             if reports[index].unixMilliseconds < oldestAllowed, reports[index].path != protected.map(path) {
@@ -173,6 +193,23 @@ public struct ReportStore: Sendable {
             remove(at: victim)
         }
         return removed
+    }
+
+    private func removeCompanion(ofReport reportPath: String) {
+        guard let name = reportPath.split(separator: "/").last.flatMap({ ReportFileName(parsing: String($0)) }) else { return }
+        let companion = path(name.pprofCompanion)
+        if ReportDirectoryIO.ownRegularFile(companion, owner: geteuid()) != nil { unlink(companion) }
+    }
+
+    /// pprof exports whose report is gone (its write failed after the export's, or someone removed it).
+    private func sweepOrphanedCompanions() -> [String] {
+        guard let names = try? ReportDirectoryIO.list(directory) else { return [] }
+        let owner = geteuid()
+        return names.compactMap { entry in
+            guard let report = ReportFileName(parsingCompanion: entry), access(path(report.name), F_OK) != 0,
+                  ReportDirectoryIO.ownRegularFile(path(entry), owner: owner) != nil, unlink(path(entry)) == 0 else { return nil }
+            return path(entry)
+        }
     }
 
     private func path(_ name: String) -> String {

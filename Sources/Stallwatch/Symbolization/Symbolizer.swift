@@ -4,7 +4,9 @@ import Synchronization
 
 /// Resolves raw addresses to modules and function names, off the hot path.
 ///
-/// Uses `dladdr` (dynamic symbols; SwiftPM links executables with `--export-dynamic`) and demangles
+/// Uses `dladdr` (dynamic symbols; SwiftPM links executables with `--export-dynamic`), each module's
+/// static symbol table, and for stripped system libraries their debug files or MiniDebugInfo
+/// (``ModuleSymbols``); it demangles
 /// Swift names through the runtime's `swift_demangle` and C++ names through `__cxa_demangle`.
 /// Results are cached per address. Never call it from a signal handler or while threads are held.
 public final class Symbolizer: Sendable {
@@ -12,7 +14,7 @@ public final class Symbolizer: Sendable {
     public static let shared = Symbolizer()
 
     private let cache = Mutex<[UInt: SymbolizedFrame]>([:])
-    private let tables = Mutex<[String: ELFSymbolTable?]>([:])
+    private let tables = Mutex<[String: ModuleSymbols?]>([:])
 
     /// Creates a symbolizer with an empty cache.
     public init() {}
@@ -61,8 +63,8 @@ public final class Symbolizer: Sendable {
         }
         // dladdr names only exported symbols; the static table also names internal functions.
         if let path = frame.module, info.module_base != 0, let table = table(for: path) {
-            frame.buildID = table.buildID
-            let bias = table.isRelocatable ? UInt64(info.module_base) &- table.lowestLoadAddress : 0
+            frame.buildID = table.primary.buildID
+            let bias = table.primary.isRelocatable ? UInt64(info.module_base) &- table.primary.lowestLoadAddress : 0
             let fileAddress = UInt64(address) &- bias
             if let hit = table.lookup(fileAddress: fileAddress) {
                 let start = UInt(hit.start &+ bias)
@@ -77,9 +79,9 @@ public final class Symbolizer: Sendable {
         return frame
     }
 
-    private func table(for path: String) -> ELFSymbolTable? {
+    private func table(for path: String) -> ModuleSymbols? {
         if let known = tables.withLock({ $0[path] }) { return known }
-        let table = ELFSymbolTable(path: path)
+        let table = ModuleSymbols(path: path)
         tables.withLock { $0[path] = table }
         return table
     }

@@ -7,7 +7,7 @@ extension WatchdogConfiguration: Codable {
         case thresholdNanoseconds, checkPeriodNanoseconds, sampleIntervalNanoseconds
         case ringCapacity, maxFrames, threadCountCutoff, suspensionLimitNanoseconds
         case reportCapPerWindow, reportWindowNanoseconds, sampleContinuously, suspicionFraction, cpu
-        case watchPoolJobs, poolScanPeriodNanoseconds, reclaimSignal
+        case watchPoolJobs, poolScanPeriodNanoseconds, reclaimSignal, writePprof
     }
 
     /// Decodes, filling absent fields with defaults (derived ones from the decoded threshold).
@@ -32,7 +32,8 @@ extension WatchdogConfiguration: Codable {
             cpu: try c.decodeIfPresent(CPUConfiguration.self, forKey: .cpu) ?? defaults.cpu,
             watchPoolJobs: try c.decodeIfPresent(Bool.self, forKey: .watchPoolJobs) ?? defaults.watchPoolJobs,
             poolScanPeriod: try duration(.poolScanPeriodNanoseconds),
-            reclaimSignal: try c.decodeIfPresent(Bool.self, forKey: .reclaimSignal) ?? defaults.reclaimSignal
+            reclaimSignal: try c.decodeIfPresent(Bool.self, forKey: .reclaimSignal) ?? defaults.reclaimSignal,
+            writePprof: try c.decodeIfPresent(Bool.self, forKey: .writePprof) ?? defaults.writePprof
         )
     }
 
@@ -54,6 +55,7 @@ extension WatchdogConfiguration: Codable {
         try c.encode(watchPoolJobs, forKey: .watchPoolJobs)
         try c.encode(poolScanPeriod.clampedNanoseconds, forKey: .poolScanPeriodNanoseconds)
         try c.encode(reclaimSignal, forKey: .reclaimSignal)
+        try c.encode(writePprof, forKey: .writePprof)
     }
 }
 

@@ -49,6 +49,9 @@ public struct WatchdogConfiguration: Sendable, Equatable {
     /// When another handler takes the sampling signal over, install ours again, chaining to it
     /// (false: say so once in an `.error` event and go on with signal-free evidence only).
     public var reclaimSignal: Bool
+    /// Also write each stored report's samples as a gzipped pprof profile (`<report>.pb.gz`) beside
+    /// its JSON file, for `go tool pprof`, Pyroscope and Parca (false). Evicted with its report.
+    public var writePprof: Bool
 
     /// Creates a configuration. `checkPeriod` defaults to `threshold / 2` and `ringCapacity` to
     /// `checkPeriod / sampleInterval` (at least 1), so changing the threshold alone stays coherent.
@@ -67,7 +70,8 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         cpu: CPUConfiguration = CPUConfiguration(),
         watchPoolJobs: Bool = true,
         poolScanPeriod: Duration? = nil,
-        reclaimSignal: Bool = false
+        reclaimSignal: Bool = false,
+        writePprof: Bool = false
     ) {
         let period = checkPeriod ?? threshold / 2
         self.threshold = threshold
@@ -85,6 +89,7 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         self.watchPoolJobs = watchPoolJobs
         self.poolScanPeriod = poolScanPeriod ?? threshold / 2
         self.reclaimSignal = reclaimSignal
+        self.writePprof = writePprof
     }
 
     /// The most frames one sample holds (the sampler's fixed capture buffer).

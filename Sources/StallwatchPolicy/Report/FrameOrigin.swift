@@ -1,7 +1,18 @@
 /// Whether a frame is the application's own code or the system's (libc, the loader, the Swift
 /// runtime and toolchain libraries, the vDSO), the way crash reporters mark in-app frames. Told by
-/// the module's path alone, so it also works on reports symbolized elsewhere.
-public enum FrameOrigin {
+/// the module's path alone, so it also works on reports symbolized elsewhere. Stored in reports as
+/// `"application"` or `"system"`.
+public enum FrameOrigin: String, Sendable, Equatable, Codable, CaseIterable {
+    /// The service's own code (its executable and the libraries it ships), or an unknown module.
+    case application
+    /// libc, the loader, the Swift runtime and toolchain libraries, the vDSO.
+    case system
+
+    /// The origin of a frame in `module`.
+    public init(module: String?) {
+        self = Self.isSystem(module: module) ? .system : .application
+    }
+
     private static let systemPrefixes = ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/"]
     private static let systemLibraries = ["libswiftCore.so", "libswift_Concurrency.so", "libdispatch.so",
                                           "libFoundation.so", "libFoundationEssentials.so", "libBlocksRuntime.so",
@@ -23,7 +34,7 @@ extension StallReport {
     /// needs in a one-line summary (a stall in `usleep` reads `myHandler <- …`, not `clock_nanosleep`).
     /// Falls back to the leaf when no frame is the application's.
     public func blamedSummary(frames count: Int = 3) -> String {
-        let start = blamedStack.firstIndex { !FrameOrigin.isSystem(module: $0.module) && $0.symbol != nil } ?? 0
+        let start = blamedStack.firstIndex { $0.resolvedOrigin == .application && $0.symbol != nil } ?? 0
         return blamedStack.dropFirst(start).prefix(count)
             .map { $0.symbol ?? $0.address.description }
             .joined(separator: " <- ")

@@ -15,6 +15,9 @@ public struct ReportCallTreeNode: Sendable, Equatable, Codable {
     public var count: Int
     /// Samples whose leaf was this node.
     public var selfCount: Int
+    /// The application's code or the system's, from the module (absent in files written before
+    /// it was recorded: ``resolvedOrigin`` derives it then).
+    public var origin: FrameOrigin?
 
     /// Creates a node.
     public init(parent: Int, address: UInt64, symbol: String? = nil, module: String? = nil, count: Int, selfCount: Int) {
@@ -24,7 +27,11 @@ public struct ReportCallTreeNode: Sendable, Equatable, Codable {
         self.module = module
         self.count = count
         self.selfCount = selfCount
+        self.origin = FrameOrigin(module: module)
     }
+
+    /// ``origin``, or derived from the module for files that do not record it.
+    public var resolvedOrigin: FrameOrigin { origin ?? FrameOrigin(module: module) }
 
     /// Converts a policy call tree into flat nodes, symbolizing each function once per node.
     /// Iterative, so depth is bounded only by memory.

@@ -13,6 +13,9 @@ public struct ReportFrame: Sendable, Equatable, Codable {
     /// Samples of the stall that passed through this frame on the blamed path (1 for a
     /// single-snapshot stack).
     public var sampleCount: Int
+    /// The application's code or the system's, from the module (absent in files written before
+    /// it was recorded: ``resolvedOrigin`` derives it then).
+    public var origin: FrameOrigin?
 
     /// Creates a frame from an address, what is known about it, and its sample count.
     public init(address: UInt64, info: SymbolInfo = .unknown, sampleCount: Int) {
@@ -22,7 +25,11 @@ public struct ReportFrame: Sendable, Equatable, Codable {
         self.buildID = info.buildID
         self.symbol = info.symbol
         self.sampleCount = sampleCount
+        self.origin = FrameOrigin(module: info.module)
     }
+
+    /// ``origin``, or derived from the module for files that do not record it.
+    public var resolvedOrigin: FrameOrigin { origin ?? FrameOrigin(module: module) }
 
     /// The blamed stack of a call tree, leaf first (like a backtrace), with per-frame counts.
     public static func blamedStack(of tree: CallTree, describe: (FrameKey) -> SymbolInfo) -> [ReportFrame] {

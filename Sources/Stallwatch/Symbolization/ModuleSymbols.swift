@@ -1,0 +1,50 @@
+/// Every symbol source for one module, best first: its own `.symtab`; else a separate debug file
+/// found by build id (`/usr/lib/debug/.build-id/ab/cdef….debug`, what Debian's `-dbg` and
+/// `-dbgsym` packages install); else MiniDebugInfo (`.gnu_debugdata`, an xz-compressed symbol
+/// file that Fedora and others embed); and always its `.dynsym`. Debian's libc has no `.symtab`,
+/// so without these its internal functions (`__lll_lock_wait`, `start_thread`) stay anonymous.
+final class ModuleSymbols: Sendable {
+    /// The module's own table: its load facts and build id, and `.dynsym` (or `.symtab`) names.
+    let primary: ELFSymbolTable
+    /// Fuller tables found elsewhere, searched first.
+    private let extra: [ELFSymbolTable]
+
+    /// Where debug files are looked up by build id.
+    static let defaultDebugDirectory = "/usr/lib/debug"
+    /// The most MiniDebugInfo may inflate to: such sections hold a symbol table only, a few MiB.
+    static let miniDebugInfoLimit = 64 << 20
+
+    /// The symbols of the module at `path`; `nil` when it is not a readable ELF file.
+    init?(path: String, debugDirectory: String = ModuleSymbols.defaultDebugDirectory) {
+        guard let primary = ELFSymbolTable(path: path) else { return nil }
+        self.primary = primary
+        guard !primary.hasFullSymbolTable else {
+            extra = []
+            return
+        }
+        if let id = primary.buildID, id.count > 2,
+           let debug = ELFSymbolTable(path: "\(debugDirectory)/.build-id/\(id.prefix(2))/\(id.dropFirst(2)).debug"),
+           debug.hasFullSymbolTable, debug.buildID == nil || debug.buildID == id {
+            extra = [debug]
+        } else if let image = primary.withMiniDebugInfo({ try? Compression.xzDecompress($0, limit: Self.miniDebugInfoLimit) }),
+                  let bytes = image, let mini = ELFSymbolTable(image: bytes) {
+            extra = [mini]
+        } else {
+            extra = []
+        }
+    }
+
+    /// The function containing `address` (in the file's own address space), from the fullest
+    /// table that knows one.
+    func lookup(fileAddress address: UInt64) -> (name: String, start: UInt64)? {
+        for table in extra {
+            if let hit = table.lookup(fileAddress: address) { return hit }
+        }
+        return primary.lookup(fileAddress: address)
+    }
+
+    /// Where the names came from, for tests and diagnostics.
+    var sources: [String] {
+        [primary.hasFullSymbolTable ? "symtab" : "dynsym"] + extra.map { _ in "debug" }
+    }
+}
