@@ -4,7 +4,7 @@
 set -euo pipefail
 need=(libunwind-dev libnuma-dev)
 if [ "${1:-}" = "--bench" ]; then
-  need+=(libgoogle-perftools-dev)
+  need+=(libgoogle-perftools-dev wrk)
 fi
 missing=()
 for p in "${need[@]}"; do
