@@ -270,14 +270,14 @@ struct SamplerReport: Codable {
         print("")
         print("COST (throughput: same-round off phase; stolen per sample: [gap] enclosing gap − typical iteration, [tail] gap end − handler start (lower bound), [excess] old on−off method)")
         print(pad("mode", 22) + pad("samples/s", 10) + pad("thr. loss %", 24) + pad("[gap] stolen µs p50/p99", 24)
-              + pad("[tail] µs p50/p99", 20) + pad("matched/below", 14) + pad("[excess] stolen µs/sample", 28) + pad("sampler CPU %", 26) + "total % of a core [gap]")
+              + pad("[tail] µs p50/p99", 20) + pad("matched/below", 14) + pad("[excess] stolen µs/sample", 28) + pad("sampler CPU %", 26) + pad("total % of a core [gap]", 26) + "[gap p50 × rate]")
         for r in rows {
             print(pad(r.label, 22) + pad(f(r.samplesPerSecond.median, 1), 10) + pad(s(r.throughputLossPercent, 2), 24)
                   + pad("\(f(r.stolenPerSampleGapMedianMicroseconds, 2))/\(f(r.stolenPerSampleGapP99Microseconds, 2))", 24)
                   + pad("\(f(r.stolenTailMedianMicroseconds, 2))/\(f(r.stolenTailP99Microseconds, 2))", 20)
                   + pad("\(r.samplesMatchedToGap)/\(r.samplesBelowThreshold)", 14)
                   + pad(s(r.stolenPerSampleExcessMicroseconds, 2), 28) + pad(s(r.samplerCPUPercentOfCore, 4), 26)
-                  + s(r.totalCostPercentOfCore, 4))
+                  + pad(s(r.totalCostPercentOfCore, 4), 26) + s(r.totalCostFromMedianPercentOfCore, 4))
         }
         print("background: without sampling the workload sees \(f(offGapsPerSecond, 0)) gaps/s (> typical + 1 µs), median \(f(offGapMedianMicroseconds, 2)) µs, p99 \(f(offGapP99Microseconds, 2)) µs — VM and kernel interruptions; a sample landing in one is charged with it")
         print("(median [min…max] over \(rounds) rounds of \(Fmt.f(phaseSeconds, 1)) s; p50/p99 pooled over all samples; gperftools rows: no sampler thread, its cost is all in the handler)")
