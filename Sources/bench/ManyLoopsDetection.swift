@@ -174,7 +174,8 @@ func runManyLoops(_ c: ManyLoopsCase, sampleCostMicroseconds: Double = 20) throw
         latencyP50Milliseconds: Stats.percentile(latencies, 50), latencyP99Milliseconds: Stats.percentile(latencies, 99),
         latencyMaxMilliseconds: latencies.max() ?? .nan, worstLatenessMilliseconds: lateness.withLock { $0 },
         watchdogCPUPercentPerStalledLoop: window > 0 ? watchdogCPU / window * 100 / Double(c.stalled) : .nan,
-        samplesPerSecond: stallSeconds > 0 ? Double(samples) / (stallSeconds / Double(reports)) : .nan,
+        // All loops together: the per-loop rate × the loops stalled per round.
+        samplesPerSecond: stallSeconds > 0 ? Double(samples) / stallSeconds * Double(reports) / Double(c.repeats) : .nan,
         samplesPerSecondPerLoop: stallSeconds > 0 ? Double(samples) / stallSeconds : .nan,
         samplerCPUPercentPerStalledLoopEstimate: c.kind == .spin && stallSeconds > 0
             ? Double(samples) / stallSeconds * sampleCostMicroseconds / 1e6 * 100 : 0)
