@@ -25,8 +25,14 @@ struct SamplerBenchmark: ParsableCommand {
                   here: the ring's handler walks frame pointers itself.
           thread  a sampler thread wakes every interval and requests the stack (signal, handler
                   walk or stack copy, answer) — the request/answer path the watchdog uses.
+          timer/empty  the timer ring's own floor: the same CPU-clock timer and signal, through
+                  Stallwatch's dispatcher, to a handler that records only its time.
           floor   like thread, but the handler answers with the PC only: the bare signal round
                   trip. Every latency is also printed as a ratio to the floor's median.
+        Before measuring, every request slot is touched (one capture per slot) and a short fast
+        timer phase is run and discarded, so no measured handler pays a first-touch page fault.
+        --working-set-mib 8 gives the workload an 8 MiB working set (8 random cache lines per
+        iteration), so the cache and TLB misses a handler causes land in the gap it is charged with.
           peers   gperftools' CPU profiler (libprofiler.so.0, LD_PRELOAD into a child `bench
                   workload` process, CPUPROFILE_FREQUENCY = 1000 / interval), default (libunwind)
                   and TCMALLOC_STACKTRACE_METHOD=generic_fp, against a child without it, in every
@@ -44,8 +50,15 @@ struct SamplerBenchmark: ParsableCommand {
         thread CPU + gap-method stolen time, % of one core. Mallocs are counted by the bench's own
         malloc (no LD_PRELOAD) during each sampling phase, after the driver's setup.
 
-        Run time: the default (6 rounds × 4 phases × 2 s + 3 peer children × 2 s per round) takes
-        about 90 s. --sweep runs interval (1, 10, 50, 100 ms) × unwinder (fp, libunwind) ×
+        Goals (printed PASS/MISS with the figure, and in --json as "goals": pass, value, goal): total
+        cost ≤ 0.03 % of a core; stolen per sample ≤ 1.2× the driver's own floor (timer/fp ÷
+        timer/empty, thread ÷ floor); below gperftools in both modes; request/answer latency p99 ≤
+        3× the floor's median; no allocation while sampling; the watchdog thread's allocations
+        during one sampled stall (stated separately); matrix's 3 % claim. A MISS never changes the
+        exit status; only a failed run does.
+
+        Run time: the default (6 rounds × 5 phases × 2 s + 3 peer children × 2.5 s per round, then
+        one watchdog stall) takes about 115 s. --sweep runs interval (1, 10, 50, 100 ms) × unwinder (fp, libunwind) ×
         depth (8, 32, 128) × sampled threads (1, 8, 64), 3 rounds × 0.4 s phases: 4–5 minutes (301 s measured);
         the expected time is printed before it starts. `bench snapshot` measures held-still snapshots.
         """
