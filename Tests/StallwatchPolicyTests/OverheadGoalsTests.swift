@@ -42,7 +42,8 @@ import Testing
     @Test func boundariesAreInclusiveForLimitsAndExclusiveForBelow() {
         var f = quietRun()
         f.timerTotalPercentOfCore = 0.03
-        f.timerFloorStolenMicroseconds = 19.4 / 1.2
+        f.timerStolenMicroseconds = 24   // 24 / 20 is exactly the double nearest 1.2
+        f.timerFloorStolenMicroseconds = 20
         let v = OverheadGoals.evaluate(f)
         #expect(v["totalCost"]?.pass == true)
         #expect(v["timerStolenVsOwnFloor"]?.pass == true)
