@@ -9,7 +9,7 @@ need+=(prometheus curl)
 # libc6-dbg names libc's internal frames (/usr/lib/debug/.build-id).
 need+=(golang-go protobuf-compiler chromium libc6-dbg binutils xz-utils)
 if [ "${1:-}" = "--bench" ]; then
-  need+=(libgoogle-perftools-dev)
+  need+=(libgoogle-perftools-dev wrk)
 fi
 missing=()
 for p in "${need[@]}"; do

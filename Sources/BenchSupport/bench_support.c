@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,9 +27,31 @@ extern void __libc_free(void *);
 static _Atomic uint64_t g_mallocs;
 static __thread uint64_t t_mallocs;
 
+// Per-thread counts another thread can read by tid (the watchdog's, read from the bench's main
+// thread). A thread claims a slot at its first malloc; slots are never given back, so a bench that
+// creates more than BENCH_TID_SLOTS threads stops counting the later ones by tid (-1 = unclaimed,
+// -2 = no slot left).
+#define BENCH_TID_SLOTS 1024
+static _Atomic int32_t g_slot_tid[BENCH_TID_SLOTS];
+static _Atomic uint64_t g_slot_mallocs[BENCH_TID_SLOTS];
+static _Atomic uint32_t g_slots_used;
+static __thread int32_t t_slot = -1;
+
+static void claim_tid_slot(void) {
+    uint32_t i = atomic_fetch_add_explicit(&g_slots_used, 1, memory_order_relaxed);
+    if (i >= BENCH_TID_SLOTS) {
+        t_slot = -2;
+        return;
+    }
+    atomic_store_explicit(&g_slot_tid[i], (int32_t)syscall(SYS_gettid), memory_order_release);
+    t_slot = (int32_t)i;
+}
+
 static inline void counted(void) {
     atomic_fetch_add_explicit(&g_mallocs, 1, memory_order_relaxed);
     t_mallocs++;
+    if (t_slot == -1) claim_tid_slot();
+    if (t_slot >= 0) atomic_fetch_add_explicit(&g_slot_mallocs[t_slot], 1, memory_order_relaxed);
 }
 
 void *malloc(size_t n) { counted(); return __libc_malloc(n); }
@@ -48,6 +71,18 @@ int posix_memalign(void **out, size_t a, size_t n) {
 
 uint64_t bench_malloc_count_process(void) { return atomic_load_explicit(&g_mallocs, memory_order_relaxed); }
 uint64_t bench_malloc_count_thread(void) { return t_mallocs; }
+
+uint64_t bench_malloc_count_tid(int32_t tid) {
+    uint32_t used = atomic_load_explicit(&g_slots_used, memory_order_acquire);
+    if (used > BENCH_TID_SLOTS) used = BENCH_TID_SLOTS;
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < used; i++) {
+        if (atomic_load_explicit(&g_slot_tid[i], memory_order_acquire) == tid) {
+            sum += atomic_load_explicit(&g_slot_mallocs[i], memory_order_relaxed);
+        }
+    }
+    return sum;
+}
 
 int bench_malloc_counter_active(void) {
     uint64_t before = bench_malloc_count_thread();
@@ -132,4 +167,134 @@ uint64_t bench_rss_bytes(void) {
     strtoull(buf, &end, 10); // size
     unsigned long long resident = strtoull(end, NULL, 10);
     return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+// ---- timer/empty floor ---------------------------------------------------------------------------
+// The timer ring's own mechanism with nothing in the handler: a timer on the thread's CPU clock sends
+// the sampling signal to the thread itself; Stallwatch's dispatcher does not recognise the cookie and
+// chains to this handler, which records the time and returns. The signal, the timer, the dispatch
+// and the chain are the ring's; the frame-pointer walk and the ring entry are not.
+
+#define BENCH_FLOOR_MAGIC 0xB5F1ULL
+#define BENCH_FLOOR_TIMERS 64
+
+static struct sigaction g_floor_prev;
+static int g_floor_have_prev;
+static int g_floor_installed;
+static int32_t g_floor_tids[BENCH_FLOOR_TIMERS];
+static timer_t g_floor_timers[BENCH_FLOOR_TIMERS];
+static _Atomic uint32_t g_floor_gen[BENCH_FLOOR_TIMERS]; // 0 = stopped
+static uint32_t g_floor_next_gen;
+static uint64_t *g_floor_times;
+static int32_t *g_floor_time_tids;
+static uint32_t g_floor_capacity;
+static _Atomic uint64_t g_floor_recorded;
+
+// async-signal-safe: clock_gettime, atomics, and the handler it replaced.
+static void floor_handler(int sig, siginfo_t *si, void *uc) {
+    if (si != NULL && si->si_code == SI_TIMER) {
+        uint64_t cookie = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
+        if ((cookie >> 48) == BENCH_FLOOR_MAGIC) {
+            int saved = errno;
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            uint32_t idx = (uint32_t)(cookie & 0xffffu);
+            uint32_t gen = (uint32_t)((cookie >> 16) & 0xffffffffu);
+            if (idx < BENCH_FLOOR_TIMERS && atomic_load_explicit(&g_floor_gen[idx], memory_order_acquire) == gen) {
+                uint64_t n = atomic_fetch_add_explicit(&g_floor_recorded, 1, memory_order_relaxed);
+                uint64_t k = n % g_floor_capacity;
+                g_floor_times[k] = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+                g_floor_time_tids[k] = g_floor_tids[idx];
+            }
+            errno = saved;
+            return;
+        }
+    }
+    if (!g_floor_have_prev) return;
+    if (g_floor_prev.sa_flags & SA_SIGINFO) {
+        g_floor_prev.sa_sigaction(sig, si, uc);
+    } else if (g_floor_prev.sa_handler != SIG_DFL && g_floor_prev.sa_handler != SIG_IGN) {
+        g_floor_prev.sa_handler(sig);
+    }
+}
+
+int bench_timer_floor_install(int signo, uint32_t capacity) {
+    if (g_floor_installed) return 0;
+    if (capacity == 0) return -EINVAL;
+    size_t bytes = (size_t)capacity * (sizeof(uint64_t) + sizeof(int32_t));
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return -errno;
+    memset(p, 0, bytes); // touched now: no page fault may land in a measured handler
+    g_floor_times = p;
+    g_floor_time_tids = (int32_t *)(g_floor_times + capacity);
+    g_floor_capacity = capacity;
+    struct sigaction old;
+    if (sigaction(signo, NULL, &old) != 0) return -errno;
+    g_floor_prev = old;
+    g_floor_have_prev = (old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
+                                                    : (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = floor_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(signo, &sa, NULL) != 0) return -errno;
+    g_floor_installed = 1;
+    return 0;
+}
+
+int bench_timer_floor_start(int signo, int32_t tid, int64_t interval_ns) {
+    if (!g_floor_installed || tid <= 0 || interval_ns <= 0) return -EINVAL;
+    int idx = -1;
+    for (int i = 0; i < BENCH_FLOOR_TIMERS; i++) {
+        if (atomic_load(&g_floor_gen[i]) == 0) { idx = i; break; }
+    }
+    if (idx < 0) return -EBUSY;
+    if (++g_floor_next_gen == 0) ++g_floor_next_gen;
+    uint32_t gen = g_floor_next_gen;
+    g_floor_tids[idx] = tid;
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = signo;
+    sev._sigev_un._tid = tid;
+    sev.sigev_value.sival_ptr = (void *)(uintptr_t)((BENCH_FLOOR_MAGIC << 48) | ((uint64_t)gen << 16) | (uint64_t)idx);
+    // The kernel's clock id for a thread's CPU time: ((~tid) << 3) | CPUCLOCK_SCHED | CPUCLOCK_PERTHREAD.
+    clockid_t cid = (clockid_t)(((~(uint32_t)tid) << 3) | 6u);
+    atomic_store_explicit(&g_floor_gen[idx], gen, memory_order_release);
+    if (timer_create(cid, &sev, &g_floor_timers[idx]) != 0) {
+        int e = errno;
+        atomic_store(&g_floor_gen[idx], 0);
+        return -e;
+    }
+    struct itimerspec its;
+    its.it_interval.tv_sec = interval_ns / 1000000000LL;
+    its.it_interval.tv_nsec = interval_ns % 1000000000LL;
+    its.it_value = its.it_interval;
+    if (timer_settime(g_floor_timers[idx], 0, &its, NULL) != 0) {
+        int e = errno;
+        timer_delete(g_floor_timers[idx]);
+        atomic_store(&g_floor_gen[idx], 0);
+        return -e;
+    }
+    return idx;
+}
+
+void bench_timer_floor_stop(int timer) {
+    if (timer < 0 || timer >= BENCH_FLOOR_TIMERS || atomic_load(&g_floor_gen[timer]) == 0) return;
+    timer_delete(g_floor_timers[timer]);
+    atomic_store_explicit(&g_floor_gen[timer], 0, memory_order_release);
+}
+
+uint64_t bench_timer_floor_read(uint64_t from, uint64_t *times, int32_t *tids, uint64_t max, uint64_t *count) {
+    uint64_t head = atomic_load_explicit(&g_floor_recorded, memory_order_acquire);
+    uint64_t start = from;
+    if (g_floor_capacity > 0 && head > g_floor_capacity && start < head - g_floor_capacity) start = head - g_floor_capacity;
+    uint64_t k = 0;
+    for (uint64_t n = start; n < head && k < max; n++, k++) {
+        times[k] = g_floor_times[n % g_floor_capacity];
+        tids[k] = g_floor_time_tids[n % g_floor_capacity];
+    }
+    *count = k;
+    return start + k;
 }

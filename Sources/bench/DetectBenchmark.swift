@@ -14,12 +14,16 @@ struct DetectBenchmark: ParsableCommand {
         Threshold sweep: for each threshold, one loop thread calls busy() and spins past the threshold
         --repeats times; the time from busy() to the stall event is the detection latency.
         Many loops: --loops heartbeat loops each on its own thread (ticking busy 1 ms / idle 50 ms),
-        of which --stalled stall at the same instant (blocked in usleep, or spinning: more spinning
+        of which --stalled stall at the same instant; and --stalled-counts cases where every loop of
+        1, 8, 64 stalls at once (blocked in usleep, or spinning: more spinning
         threads than cores saturate the CPUs and the watchdog competes with them), --loop-repeats
         times at --threshold; every stall must be reported exactly once. Reports are written to a
         temporary directory, as in a service. Goal: p99 ≤ threshold + 10 % when the CPUs are not
         saturated; every stall reported (late, with the lateness stated) when they are.
-        The default run takes about 75 s.
+        Each case also prints the watchdog thread's CPU per stalled loop (its CPU clock), the samples
+        actually taken (read back from the final reports) per second, and an estimate of the
+        sampler's CPU (samples × --sample-cost-us: the handler runs on the stalled thread).
+        The default run takes about 90 s.
         """
     )
 
@@ -29,13 +33,19 @@ struct DetectBenchmark: ParsableCommand {
     @Option(help: "Stalls per threshold.")
     var repeats: Int = 5
 
-    @Option(help: "Many-loops cases: loops registered, comma-separated (empty: skip the table).")
-    var loops: String = "1,50,200"
+    @Option(help: "Many-loops cases: loops registered, comma-separated, of which --stalled stall (empty: none).")
+    var loops: String = "200"
+
+    @Option(name: .customLong("stalled-counts"), help: "Many stalled loops: N loops, all stalled at once, for each N, comma-separated (empty: none).")
+    var stalledCounts: String = "1,8,64"
+
+    @Option(name: .customLong("sample-cost-us"), help: "Per-sample cost for the sampler CPU estimate, µs (bench sampler's timer/fp [gap] median; an upper bound).")
+    var sampleCostMicroseconds: Double = 20
 
     @Option(help: "Loops that stall at once in each case (default: min(loops, 50)).")
     var stalled: Int?
 
-    @Option(help: "How stalled loops stall: sleep (blocked in usleep) or spin (on the CPU); 'both' adds a saturated spin case with 50 loops.")
+    @Option(help: "How stalled loops stall: sleep (blocked in usleep), spin (on the CPU) or both (the --stalled-counts cases in both kinds).")
     var kind: String = "both"
 
     @Option(help: "Threshold for the many-loops cases, ms.")
@@ -51,12 +61,17 @@ struct DetectBenchmark: ParsableCommand {
         let values = thresholds.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard !values.isEmpty, values.allSatisfy({ $0 > 0 }) else { throw ValidationError("--thresholds: positive integers, e.g. 100,500,2000") }
         guard repeats >= 1 else { throw ValidationError("--repeats must be ≥ 1") }
-        let loopCounts = try loops.split(separator: ",").map { part -> Int in
-            guard let n = Int(part.trimmingCharacters(in: .whitespaces)), (1...2000).contains(n) else {
-                throw ValidationError("--loops: counts from 1 to 2000, comma-separated, e.g. 1,50,200")
+        func counts(_ list: String, _ name: String) throws -> [Int] {
+            try list.split(separator: ",").map { part -> Int in
+                guard let n = Int(part.trimmingCharacters(in: .whitespaces)), (1...2000).contains(n) else {
+                    throw ValidationError("--\(name): counts from 1 to 2000, comma-separated, e.g. 1,8,64")
+                }
+                return n
             }
-            return n
         }
+        let loopCounts = try counts(loops, "loops")
+        let stalledAtOnce = try counts(stalledCounts, "stalled-counts")
+        guard sampleCostMicroseconds >= 0 else { throw ValidationError("--sample-cost-us must be ≥ 0") }
         guard ["sleep", "spin", "both"].contains(kind) else { throw ValidationError("--kind: sleep, spin or both") }
         guard threshold >= 20 else { throw ValidationError("--threshold must be ≥ 20 ms") }
         guard loopRepeats >= 1 else { throw ValidationError("--loop-repeats must be ≥ 1") }
@@ -104,16 +119,20 @@ struct DetectBenchmark: ParsableCommand {
             if kind != "spin" { cases.append(ManyLoopsCase(loops: n, stalled: k, kind: .sleep, thresholdMilliseconds: threshold, repeats: loopRepeats)) }
             if kind == "spin" { cases.append(ManyLoopsCase(loops: n, stalled: k, kind: .spin, thresholdMilliseconds: threshold, repeats: loopRepeats)) }
         }
-        if kind == "both", !loopCounts.isEmpty {
-            cases.append(ManyLoopsCase(loops: 50, stalled: 50, kind: .spin, thresholdMilliseconds: threshold, repeats: loopRepeats))
+        for n in stalledAtOnce {
+            for k in [ManyLoopsCase.Kind.sleep, .spin] where kind == "both" || kind == k.rawValue {
+                cases.append(ManyLoopsCase(loops: n, stalled: n, kind: k, thresholdMilliseconds: threshold, repeats: loopRepeats))
+            }
         }
         var rows: [ManyLoopsRow] = []
         if !cases.isEmpty {
             print("")
             print("many loops at a \(threshold) ms threshold (\(loopRepeats) rounds each; latency from each loop's busy() to its stall event):")
             print("loops  stalled  kind   latency p50 / p99 / max ms   p99 over threshold   reported / missed / duplicates   watchdog late (max)   goal")
+            var costs: [(ManyLoopsCase, ManyLoopsResult)] = []
             for c in cases {
-                let r = try runManyLoops(c)
+                let r = try runManyLoops(c, sampleCostMicroseconds: sampleCostMicroseconds)
+                costs.append((c, r))
                 let over = (r.latencyP99Milliseconds / Double(c.thresholdMilliseconds) - 1) * 100
                 let met = c.saturated ? r.missed == 0 && r.duplicates == 0 : r.missed == 0 && r.duplicates == 0 && over <= 10
                 let goal = c.saturated ? "all reported (saturated: lateness allowed)" : "p99 ≤ +10 %, all reported once"
@@ -124,6 +143,15 @@ struct DetectBenchmark: ParsableCommand {
                 rows.append(ManyLoopsRow(setup: c, result: r, met: met))
             }
             print("* more spinning threads than cores: the CPUs are saturated")
+            print("")
+            print("cost while stalled (watchdog: its thread's CPU clock over each round's stall window; samples: counted in the final reports;")
+            print("sampler: the handlers run on the stalled threads themselves, estimated as samples × \(Fmt.f(sampleCostMicroseconds, 1)) µs — sleeping loops are never signalled)")
+            print("loops  stalled  kind    watchdog CPU % of a core per stalled loop   samples/s all loops / per loop   sampler CPU % per loop (est.)")
+            for (c, r) in costs {
+                print(String(format: "%5d  %7d  %-5@   %10.4f                                  %7.1f / %5.2f                   %8.4f",
+                             c.loops, c.stalled, c.kind.rawValue + (c.saturated ? "*" : ""), r.watchdogCPUPercentPerStalledLoop,
+                             r.samplesPerSecond, r.samplesPerSecondPerLoop, r.samplerCPUPercentPerStalledLoopEstimate))
+            }
         }
         if let json {
             let encoder = JSONEncoder()

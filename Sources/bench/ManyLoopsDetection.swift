@@ -29,12 +29,45 @@ struct ManyLoopsResult: Codable {
     var latencyP99Milliseconds: Double
     var latencyMaxMilliseconds: Double
     var worstLatenessMilliseconds: Double
+    /// The watchdog thread's CPU (its CPU clock) over the rounds' stall windows, per stalled loop, % of a core.
+    var watchdogCPUPercentPerStalledLoop: Double
+    /// Samples in the stalls' final reports per second of stall: all loops together, and per loop.
+    var samplesPerSecond: Double
+    var samplesPerSecondPerLoop: Double
+    /// Signal-driven samples (spinning loops only) × the per-sample cost given with --sample-cost-us,
+    /// per stalled loop, % of a core: an estimate (the handler runs on the stalled thread itself).
+    var samplerCPUPercentPerStalledLoopEstimate: Double
+}
+
+/// The fields of a written report that the many-loops table reads back.
+private struct WrittenReport: Decodable {
+    var loopName: String?
+    var sampleCount: Int
+    var durationNanoseconds: Int64
+    var durationIsFinal: Bool?
+}
+
+/// Reads and removes the reports in `directory`: (samples, stall seconds) summed over final reports.
+private func collectReports(_ directory: String) -> (samples: Int, seconds: Double, reports: Int) {
+    let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+    var samples = 0, seconds = 0.0, reports = 0
+    for name in files where name.hasSuffix(".json") {
+        let path = directory + "/" + name
+        if let data = FileManager.default.contents(atPath: path),
+           let r = try? JSONDecoder().decode(WrittenReport.self, from: data), r.durationIsFinal == true {
+            samples += r.sampleCount
+            seconds += Double(r.durationNanoseconds) / 1e9
+            reports += 1
+            try? FileManager.default.removeItem(atPath: path)
+        }
+    }
+    return (samples, seconds, reports)
 }
 
 /// Runs one case. Every loop ticks (busy 1 ms, idle 50 ms) while it is not stalled, so the
 /// watchdog sees live, healthy loops beside the stalled ones; reports go to a temporary directory,
 /// as in a service.
-func runManyLoops(_ c: ManyLoopsCase) throws -> ManyLoopsResult {
+func runManyLoops(_ c: ManyLoopsCase, sampleCostMicroseconds: Double = 20) throws -> ManyLoopsResult {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-detect-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
     defer { try? FileManager.default.removeItem(atPath: directory) }
     // First stall event per loop name in the current round, and how many.
@@ -54,6 +87,11 @@ func runManyLoops(_ c: ManyLoopsCase) throws -> ManyLoopsResult {
     let probes = (0..<c.loops).map { watchdog.makeProbe(name: "loop-\($0)") }
     try watchdog.start()
     defer { watchdog.stop() }
+    usleep(50_000)
+    let watchdogThread = try ThreadList.current().first { (try? ThreadInfo.read($0).name) == "stallwatch" }
+    let watchdogClock = watchdogThread.map(ThreadCPUClock.init)
+    var watchdogCPU = 0.0, window = 0.0
+    var samples = 0, stallSeconds = 0.0, reports = 0
 
     let stallUntil = Atomic<Int>(0)     // while now < this, loops below `stalled` stall
     let stallStart = Atomic<Int>(0)
@@ -95,6 +133,8 @@ func runManyLoops(_ c: ManyLoopsCase) throws -> ManyLoopsResult {
     for _ in 0..<c.repeats {
         firstEvent.withLock { $0.removeAll() }
         busyAt.withLock { $0.removeAll() }
+        _ = collectReports(directory)
+        let cpu0 = (try? watchdogClock?.elapsed()) ?? nil
         let start = Workload.now()
         // Loops pick the round up when they next wake; on saturated CPUs that can take a while, so
         // the round stays open until every stalled loop has begun (bounded), and each is timed
@@ -107,6 +147,14 @@ func runManyLoops(_ c: ManyLoopsCase) throws -> ManyLoopsResult {
         // The stall, then enough for late reports and for loops to settle.
         let settle = lastBegan + stallDuration + 600_000_000
         while Workload.now() < settle { usleep(10_000) }
+        if let cpu0, let cpu1 = (try? watchdogClock?.elapsed()) ?? nil {
+            watchdogCPU += Double((cpu1 - cpu0).clampedNanoseconds) / 1e9
+            window += Double(Workload.now() - start) / 1e9
+        }
+        let written = collectReports(directory)
+        samples += written.samples
+        stallSeconds += written.seconds
+        reports += written.reports
         let events = firstEvent.withLock { $0 }
         let began = busyAt.withLock { $0 }
         for index in 0..<c.stalled {
@@ -124,5 +172,11 @@ func runManyLoops(_ c: ManyLoopsCase) throws -> ManyLoopsResult {
     return ManyLoopsResult(
         stalls: stalls, reported: stalls - missed, missed: missed, duplicates: duplicates,
         latencyP50Milliseconds: Stats.percentile(latencies, 50), latencyP99Milliseconds: Stats.percentile(latencies, 99),
-        latencyMaxMilliseconds: latencies.max() ?? .nan, worstLatenessMilliseconds: lateness.withLock { $0 })
+        latencyMaxMilliseconds: latencies.max() ?? .nan, worstLatenessMilliseconds: lateness.withLock { $0 },
+        watchdogCPUPercentPerStalledLoop: window > 0 ? watchdogCPU / window * 100 / Double(c.stalled) : .nan,
+        // All loops together: the per-loop rate × the loops stalled per round.
+        samplesPerSecond: stallSeconds > 0 ? Double(samples) / stallSeconds * Double(reports) / Double(c.repeats) : .nan,
+        samplesPerSecondPerLoop: stallSeconds > 0 ? Double(samples) / stallSeconds : .nan,
+        samplerCPUPercentPerStalledLoopEstimate: c.kind == .spin && stallSeconds > 0
+            ? Double(samples) / stallSeconds * sampleCostMicroseconds / 1e6 * 100 : 0)
 }

@@ -21,6 +21,7 @@ struct PeerRunner {
     let depth: Int
     let intervalMilliseconds: Double
     let seconds: Double
+    var workingSetMiB = 0
 
     func run(_ kind: PeerKind) throws -> WorkloadReport {
         let profile = NSTemporaryDirectory() + "stallwatch-bench-\(getpid())-\(kind == .gperftoolsFP ? "fp" : "lu").prof"
@@ -36,7 +37,8 @@ struct PeerRunner {
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["workload", "--seconds", String(seconds), "--depth", String(depth), "--json"]
+        process.arguments = ["workload", "--seconds", String(seconds), "--depth", String(depth),
+                             "--working-set-mib", String(workingSetMiB), "--json"]
         process.environment = env
         let out = Pipe()
         process.standardOutput = out

@@ -9,6 +9,8 @@ enum Mode: String, Codable, Hashable, CaseIterable {
     case off
     /// Kernel timer on the thread's CPU clock, handler walks frame pointers into a ring.
     case timer
+    /// The same timer and signal, a handler that records only its time: the timer ring's floor.
+    case timerEmpty
     /// Sampler thread, request/answer, the chosen unwinder.
     case thread
     /// Sampler thread, request/answer, PC only: the bare signal round trip.
@@ -26,6 +28,7 @@ struct PhaseSpec: Hashable {
         case .off: "off"
         case .floor: "floor"
         case .timer: "timer/fp"
+        case .timerEmpty: "timer/empty"
         case .thread: "thread/\(unwinder)"
         }
     }
@@ -69,6 +72,7 @@ struct PhaseRunner {
         let driver: SamplingDriver? = switch spec.mode {
         case .off: nil
         case .timer: TimerDriver(targets: tids, intervalNanoseconds: intervalNs, drainEveryNanoseconds: 1_000_000_000, log: log)
+        case .timerEmpty: TimerFloorDriver(targets: tids, intervalNanoseconds: intervalNs, log: log)
         case .thread: ThreadDriver(targets: tids, intervalNanoseconds: intervalNs,
                                    unwinder: spec.unwinder == "libunwind" ? SW_UNWIND_LIBUNWIND : SW_UNWIND_FRAME_POINTER,
                                    maxFrames: 128, log: log)

@@ -51,6 +51,9 @@ struct CostRow: Codable {
     var samplerCPUPercentOfCore: Spread
     /// Sampler CPU + per-sample stolen time (gap method), % of one core, per round.
     var totalCostPercentOfCore: Spread
+    /// Sampler CPU + samples/s × the median stolen per sample (gap method), % of one core, per round:
+    /// the same cost without the rare sample whose gap also holds a preemption by other work.
+    var totalCostFromMedianPercentOfCore: Spread = Spread([])
     var latencyMedianMicroseconds: Double
     var latencyP99Microseconds: Double
     var handlerMedianMicroseconds: Double
@@ -77,6 +80,11 @@ struct CostRow: Codable {
         samplerCPUPercentOfCore = Spread(rounds.map { Double($0.on.cost.samplerCPUNanoseconds) / Double($0.on.wallNanoseconds) * 100 })
         totalCostPercentOfCore = Spread(rounds.map {
             Double($0.on.cost.samplerCPUNanoseconds + $0.on.stolenPerSample.reduce(0, +)) / Double($0.on.wallNanoseconds) * 100
+        })
+        totalCostFromMedianPercentOfCore = Spread(rounds.map {
+            let median = Stats.median($0.on.stolenPerSample.map(Double.init))
+            let perSecond = Double($0.on.cost.samples) / Double($0.on.wallNanoseconds) * 1e9
+            return (Double($0.on.cost.samplerCPUNanoseconds) / Double($0.on.wallNanoseconds) * 1e9 + perSecond * median) / 1e9 * 100
         })
         let samples = rounds.flatMap(\.on.samples)
         let latencies = samples.filter { $0.latency > 0 }.map { Double($0.latency) / 1000 }
@@ -106,6 +114,9 @@ struct CostRow: Codable {
         samplerCPUPercentOfCore = Spread(rounds.map { _ in 0 })
         totalCostPercentOfCore = Spread(rounds.map {
             Double($0.on.stolenPerSample.reduce(0, +)) / Double($0.on.wallNanoseconds) * 100
+        })
+        totalCostFromMedianPercentOfCore = Spread(rounds.map {
+            Stats.median($0.on.stolenPerSample.map(Double.init)) * Double($0.on.profilerSignals) / Double($0.on.wallNanoseconds) * 100
         })
         latencyMedianMicroseconds = .nan
         latencyP99Microseconds = .nan

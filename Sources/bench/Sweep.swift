@@ -1,3 +1,4 @@
+import CSampler
 import Foundation
 import Glibc
 import Stallwatch
@@ -36,10 +37,16 @@ struct SweepRunner {
         print("method: per (depth, threads) group a fresh workload; \(rounds) rounds × \(specs.count) phases × \(Fmt.f(phaseSeconds, 2)) s, order rotated every round; expected run time ≈ \(Int(expected)) s (\(Fmt.f(expected / 60, 1)) min)")
         let started = Workload.now()
         var cells: [Cell] = []
+        var slotsTouched = false
         for depth in depths {
             for threads in threadCounts {
                 let workload = Workload(depth: depth, threads: threads)
                 workload.start()
+                if !slotsTouched, let target = workload.tids.first {
+                    // Request slots are global: touched once, they stay resident for every group.
+                    try touchRequestSlots(target: target, unwinders: [SW_UNWIND_FRAME_POINTER, SW_UNWIND_LIBUNWIND])
+                    slotsTouched = true
+                }
                 let fastest = intervals.min() ?? 1
                 let runner = PhaseRunner(workload: workload,
                                          maxSamplesPerPhase: Int(phaseSeconds * 1000 / max(fastest, 1) * Double(threads)) * 2 + 512)

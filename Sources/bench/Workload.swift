@@ -14,10 +14,13 @@ final class Workload: Sendable {
     let workers: [Worker]
     private let stop = Atomic<Bool>(false)
 
-    init(depth: Int, threads: Int = 1) {
+    /// - Parameter workingSetBytes: when > 0, each thread also reads and writes random cache lines of a
+    ///   buffer this large (rounded down to a power of two) every iteration, so the cache and TLB misses
+    ///   a handler causes show up in the iteration it interrupted.
+    init(depth: Int, threads: Int = 1, workingSetBytes: Int = 0) {
         self.depth = depth
         let capacity = max(2048, 32768 / max(threads, 1))
-        workers = (0..<threads).map { _ in Worker(gapCapacity: capacity) }
+        workers = (0..<threads).map { _ in Worker(gapCapacity: capacity, workingSetBytes: workingSetBytes) }
     }
 
     /// Starts every worker and waits until each has calibrated its typical iteration.
@@ -71,7 +74,7 @@ final class Workload: Sendable {
         var last = Self.now()
         var x: UInt64 = 0x9E37_79B9_7F4A_7C15
         for _ in 0..<20_000 {
-            x = work(x)
+            x = step(x, worker)
             let t = Self.now()
             samples.append(t - last)
             last = t
@@ -85,7 +88,7 @@ final class Workload: Sendable {
         var localStolen = 0
         last = Self.now()
         while !stop.load(ordering: .relaxed) {
-            x = work(x)
+            x = step(x, worker)
             let t = Self.now()
             let d = t - last
             if d > threshold {
@@ -103,6 +106,25 @@ final class Workload: Sendable {
         }
         blackHole(Int(truncatingIfNeeded: x))
     }
+
+    /// One iteration: arithmetic, plus random cache lines of the working set when there is one.
+    @inline(__always)
+    private func step(_ seed: UInt64, _ worker: Worker) -> UInt64 {
+        let x = work(seed)
+        guard let set = worker.workingSet else { return x }
+        var h = x
+        var acc: UInt64 = 0
+        for _ in 0..<Self.workingSetAccesses {
+            h = h &* 0x9E37_79B9_7F4A_7C15 &+ 1
+            let i = Int(truncatingIfNeeded: h >> 32) & worker.workingSetMask & ~7 // one word per cache line
+            set[i] &+= 1
+            acc ^= set[i]
+        }
+        return x ^ (acc & 1)
+    }
+
+    /// Cache lines of the working set touched per iteration.
+    static let workingSetAccesses = 8
 
     @inline(__always)
     private func work(_ seed: UInt64) -> UInt64 {
@@ -148,13 +170,31 @@ final class Worker: @unchecked Sendable {
     private let gapHead = Atomic<Int>(0)
     private let gaps: UnsafeMutablePointer<Int> // (start, end) pairs, preallocated
 
-    init(gapCapacity: Int) {
+    /// The thread's working set (words, a power of two; touched before use), or nil.
+    let workingSet: UnsafeMutablePointer<UInt64>?
+    let workingSetMask: Int
+
+    init(gapCapacity: Int, workingSetBytes: Int = 0) {
         self.gapCapacity = gapCapacity
         gaps = .allocate(capacity: 2 * gapCapacity)
         gaps.initialize(repeating: 0, count: 2 * gapCapacity)
+        var words = 1
+        while words * 2 * 8 <= workingSetBytes { words *= 2 }
+        if workingSetBytes >= 4096 {
+            let set = UnsafeMutablePointer<UInt64>.allocate(capacity: words)
+            set.initialize(repeating: 0, count: words)
+            workingSet = set
+            workingSetMask = words - 1
+        } else {
+            workingSet = nil
+            workingSetMask = 0
+        }
     }
 
-    deinit { gaps.deallocate() }
+    deinit {
+        gaps.deallocate()
+        workingSet?.deallocate()
+    }
 
     @inline(__always)
     func recordGap(start: Int, end: Int) {

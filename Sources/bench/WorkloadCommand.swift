@@ -36,6 +36,9 @@ struct WorkloadCommand: ParsableCommand {
     @Option(help: "Stack depth of the workload.")
     var depth: Int = 32
 
+    @Option(name: .customLong("working-set-mib"), help: "Working set the workload touches, MiB (0: none).")
+    var workingSetMiB: Int = 0
+
     @Flag(help: "Print the figures as JSON.")
     var json = false
 
@@ -45,7 +48,7 @@ struct WorkloadCommand: ParsableCommand {
     }
 
     func run() throws {
-        let workload = Workload(depth: depth, threads: 1)
+        let workload = Workload(depth: depth, threads: 1, workingSetBytes: workingSetMiB << 20)
         workload.start()
         guard let worker = workload.workers.first else { throw BenchError("no workload thread") }
         // Find the workload thread's pthread_t: record SIGPROF deliveries on it, chain to the peer.

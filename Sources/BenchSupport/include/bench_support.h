@@ -16,6 +16,9 @@ uint64_t bench_malloc_count_process(void);
 /// Allocations made by the calling thread so far.
 uint64_t bench_malloc_count_thread(void);
 
+/// Allocations made so far by the thread `tid` (any thread may ask; 0 when it never allocated).
+uint64_t bench_malloc_count_tid(int32_t tid);
+
 /// 1 when the counting malloc is the one the process uses (interposition worked), else 0.
 int bench_malloc_counter_active(void);
 
@@ -33,6 +36,23 @@ uint64_t bench_sigprof_other_threads(void);
 
 /// 1 when a handler was installed before the recorder (the peer profiler is active).
 int bench_sigprof_chained(void);
+
+/// timer/empty, the timer ring's floor: installs a handler on `signo` that records the time of each
+/// tick of a bench_timer_floor_start timer into a pre-touched buffer of `capacity` entries, and
+/// chains everything else to the handler it replaced. Call before the sampler is installed, so that
+/// the sampler's dispatcher chains to it. Returns 0 or -errno. Idempotent.
+int bench_timer_floor_install(int signo, uint32_t capacity);
+
+/// Starts a timer on thread `tid`'s CPU clock that sends `signo` to it every `interval_ns`.
+/// Returns a timer id >= 0 or -errno.
+int bench_timer_floor_start(int signo, int32_t tid, int64_t interval_ns);
+
+/// Deletes a timer (a tick in flight finds it stopped and records nothing).
+void bench_timer_floor_stop(int timer);
+
+/// Copies the ticks numbered from `from` (oldest still kept first, at most `max`) into `times`
+/// (CLOCK_MONOTONIC ns) and `tids`; sets `*count`; returns the number to read from next time.
+uint64_t bench_timer_floor_read(uint64_t from, uint64_t *times, int32_t *tids, uint64_t max, uint64_t *count);
 
 /// Resident set size of the process in bytes (from /proc/self/statm), 0 when unreadable.
 uint64_t bench_rss_bytes(void);
