@@ -37,7 +37,8 @@ done
 [ -n "$port" ] || { echo "consumer: FAIL, never listened"; cat "$work/out.log"; exit 1; }
 body=$(curl -sf "http://127.0.0.1:$port/")
 [ "$body" = "hello from a service that pasted the README" ] || { echo "consumer: FAIL, GET / gave: $body"; exit 1; }
-curl -sf "http://127.0.0.1:$port/metrics" | grep -q '^# TYPE stallwatch_watchdog_lateness_seconds histogram' \
+metrics=$(curl -sf "http://127.0.0.1:$port/metrics")   # whole, then grep: no SIGPIPE under pipefail
+grep -q '^# TYPE stallwatch_watchdog_lateness_seconds histogram' <<<"$metrics" \
   || { echo "consumer: FAIL, /metrics has no stallwatch metrics"; exit 1; }
 kill -TERM "$server"
 status=0
