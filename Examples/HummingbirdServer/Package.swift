@@ -26,6 +26,15 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        // `bench server`'s "off" side: the same routes (symlinked sources), no watchdog.
+        .executableTarget(
+            name: "HummingbirdServerBare",
+            dependencies: [
+                .product(name: "Stallwatch", package: "Stallwatch"),
+                .product(name: "BlockingWork", package: "BlockingWork"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

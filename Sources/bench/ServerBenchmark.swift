@@ -9,7 +9,7 @@ struct ServerBenchmark: ParsableCommand {
         abstract: "A real server under load: Examples/HummingbirdServer under wrk, watchdog on and off in alternating rounds.",
         discussion: """
         Each round starts the example twice — with Stallwatch (its defaults, threshold
-        STALLWATCH_THRESHOLD_MS = --threshold) and with STALLWATCH_OFF=1 (no Stallwatch at all) —
+        STALLWATCH_THRESHOLD_MS = --threshold) and as its twin HummingbirdServerBare (same routes, no watchdog) —
         in an order that alternates every round; each run is warmed up with wrk for --warmup s,
         then measured with `wrk --latency -t --threads -c --connections -d --seconds` on
         127.0.0.1, GET /. Client and server share this machine's CPUs.

@@ -12,10 +12,12 @@ final class ServerProcess {
     init(binary: String, watchdog: Bool, thresholdMilliseconds: Int, reportDirectory: String) throws {
         var env = ProcessInfo.processInfo.environment
         env["PORT"] = "0"
-        env["STALLWATCH_OFF"] = watchdog ? nil : "1"
         env["STALLWATCH_THRESHOLD_MS"] = String(thresholdMilliseconds)
         env["STALLWATCH_REPORT_DIR"] = reportDirectory
-        process.executableURL = URL(fileURLWithPath: binary)
+        // The "off" side is the example's twin target with the same routes and no watchdog.
+        let executable = watchdog ? binary : URL(fileURLWithPath: binary).deletingLastPathComponent()
+            .appendingPathComponent("HummingbirdServerBare").path
+        process.executableURL = URL(fileURLWithPath: executable)
         process.environment = env
         let out = Pipe()
         process.standardOutput = out

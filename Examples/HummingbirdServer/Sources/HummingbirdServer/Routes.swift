@@ -1,9 +1,15 @@
 import Hummingbird
+import Stallwatch
 
 /// The service's own routes: here, handlers that block their pool thread on purpose, so the
 /// end-to-end tests can check what Stallwatch reports for each.
 func addRoutes(to router: Router<BasicRequestContext>) {
     router.get("/") { _, _ in "ok\n" }
+    // The sampler's own counters, for `bench server` (captures by signal since start).
+    router.get("/stallwatch/stats") { _, _ in
+        let s = StackSampler.statistics
+        return "{\"handled\":\(s.handled),\"late\":\(s.late),\"chained\":\(s.chained),\"timeouts\":\(s.timeouts)}\n"
+    }
     router.get("/block/:kind") { request, context -> String in
         let kind = context.parameters.get("kind") ?? ""
         let milliseconds = request.uri.queryParameters.get("ms", as: Int.self) ?? 1500

@@ -23,19 +23,6 @@ let router = Router()
 router.get("/metrics") { _, _ in registry.emitToString() }
 addRoutes(to: router)                                  // the service's own handlers
 
-// The sampler's own counters for `bench server` (captures by signal since start); the watchdog
-// thread's CPU it reads from /proc.
-router.get("/stallwatch/stats") { _, _ in
-    let s = StackSampler.statistics
-    return "{\"handled\":\(s.handled),\"late\":\(s.late),\"chained\":\(s.chained),\"timeouts\":\(s.timeouts)}\n"
-}
-
-// `bench server` compares this server with and without Stallwatch in alternating rounds.
-if environment["STALLWATCH_OFF"] == "1" {
-    try await serveWithoutWatchdog(router: router, port: port, logger: logger)
-    exit(0)
-}
-
 // One group for the server, so the watchdog can ping each of its event loops.
 let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
 

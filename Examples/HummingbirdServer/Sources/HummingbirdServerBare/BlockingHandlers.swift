@@ -1,0 +1,1 @@
+../HummingbirdServer/BlockingHandlers.swift

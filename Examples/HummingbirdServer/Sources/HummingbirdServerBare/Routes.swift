@@ -1,0 +1,1 @@
+../HummingbirdServer/Routes.swift
