@@ -3,10 +3,11 @@
 # path) and checks Stallwatch's reports from outside, over 127.0.0.1 (Tests/EndToEnd/servers.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for example in HummingbirdServer NIOServer; do
+for example in HummingbirdServer NIOServer VaporServer; do
   echo "e2e: building Examples/$example"
   swift build --package-path "Examples/$example" -Xcc -Werror -Xcc -Wall -Xcc -Wextra
 done
 exec timeout 600 python3 Tests/EndToEnd/servers.py \
   "hummingbird=Examples/HummingbirdServer/.build/debug/HummingbirdServer" \
-  "nio=Examples/NIOServer/.build/debug/NIOServer"
+  "nio=Examples/NIOServer/.build/debug/NIOServer" \
+  "vapor=Examples/VaporServer/.build/debug/VaporServer"

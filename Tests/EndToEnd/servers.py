@@ -27,9 +27,12 @@ HANDLERS = {
                     "socket": "socketReadingHandler"},
     "nio": {"sleep": "sleepOnEventLoop", "cpu": "computeOnEventLoop", "lock": "waitForLockOnEventLoop",
             "socket": "readSocketOnEventLoop"},
+    "vapor": {"sleep": "sleepingHandler", "cpu": "computingHandler", "lock": "lockingHandler",
+              "socket": "socketReadingHandler"},
 }
 LOOPS = {"hummingbird": lambda loop: loop == "cooperative-pool-job",
-         "nio": lambda loop: loop.startswith("nio-loop-")}
+         "nio": lambda loop: loop.startswith("nio-loop-"),
+         "vapor": lambda loop: loop == "cooperative-pool-job"}
 
 results = []
 
@@ -189,7 +192,7 @@ def run(server_name, binary):
             line = next((e for e in server.events("stall") if e.get("id") == report.get("id")), {})
             summary = line.get("blamed", "").split(" <- ")
             check(f"{server_name}: /block/{kind}: the log line's summary starts in the application's code and names {handler}",
-                  bool(summary) and summary[0].startswith(("HummingbirdServer.", "NIOServer.", "BlockingWork."))
+                  bool(summary) and summary[0].startswith(("HummingbirdServer.", "NIOServer.", "VaporServer.", "BlockingWork."))
                   and any(handler in frame for frame in summary),
                   f"blamed={line.get('blamed')!r}")
             duration_ms = report.get("durationNanoseconds", 0) / 1e6

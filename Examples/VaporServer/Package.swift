@@ -1,0 +1,27 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// A Vapor 4 service wired to Stallwatch, the twin of HummingbirdServer: route handlers are async, so
+// they run as jobs on the Swift concurrency pool, which Stallwatch watches one job at a time; Vapor's
+// NIO event loops are pinged.
+let package = Package(
+    name: "VaporServer",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "Stallwatch", path: "../.."),
+        .package(path: "../BlockingWork"),
+        .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "VaporServer",
+            dependencies: [
+                .product(name: "Stallwatch", package: "Stallwatch"),
+                .product(name: "StallwatchNIO", package: "Stallwatch"),
+                .product(name: "BlockingWork", package: "BlockingWork"),
+                .product(name: "Vapor", package: "vapor"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,20 @@
+import Vapor
+
+/// The service's own routes: here, handlers that block their pool thread on purpose, so the
+/// end-to-end tests can check what Stallwatch reports for each. The closures are `async` so Vapor
+/// runs them as tasks on the Swift concurrency pool (watched job by job), not on its event loops.
+func addRoutes(to app: Application) {
+    app.get { _ async -> String in "ok\n" }
+    app.get("block", ":kind") { request async throws -> String in
+        let kind = request.parameters.get("kind") ?? ""
+        let milliseconds = request.query[Int.self, at: "ms"] ?? 1500
+        switch kind {
+        case "sleep": sleepingHandler(milliseconds: milliseconds)
+        case "cpu": computingHandler(milliseconds: milliseconds)
+        case "lock": lockingHandler(milliseconds: milliseconds)
+        case "socket": socketReadingHandler(milliseconds: milliseconds)
+        default: throw Abort(.notFound)
+        }
+        return "blocked \(kind) \(milliseconds) ms\n"
+    }
+}
