@@ -117,6 +117,10 @@ int sw_snapshot_release(void);
 int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_frames,
                        sw_stack_t *out);
 
+/// The calling thread's own stack (frame pointers), from the caller of this function outwards.
+/// Not for signal handlers. Returns 0 or SW_ERR_INVALID.
+int sw_capture_self(sw_stack_t *out, uint32_t max_frames);
+
 /// Counters for tests and benchmarks.
 typedef struct sw_sampler_stats {
     uint64_t handled;        ///< handler invocations that answered a live request

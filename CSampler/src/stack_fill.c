@@ -1,6 +1,7 @@
 // What a handler records about the thread it interrupted: the PC, the SP and, for frame pointers,
 // the checked walk. Shared by request answers (request_slots.c) and timer ticks (ring.c).
 #include "sw_internal.h"
+#include "sw_threads.h"
 
 #include <ucontext.h>
 
@@ -63,4 +64,34 @@ void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, ui
 
 uint64_t sw_stack_fill_cut_count(void) {
     return atomic_load_explicit(&g_cut_at_unmapped, memory_order_relaxed);
+}
+
+// Not for handlers: the caller's own stack, walked from its own frame. Reads stay inside the
+// mapping that holds the caller's SP, checked with the kernel like a handler's.
+int sw_capture_self(sw_stack_t *out, uint32_t max_frames) {
+    if (out == NULL || max_frames == 0) return SW_ERR_INVALID;
+    if (max_frames > SW_MAX_FRAMES) max_frames = SW_MAX_FRAMES;
+    uint64_t fp = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+    uint64_t sp = fp; // everything this function reads lies above its own frame record
+    out->count = 0;
+    out->unwinder = SW_UNWIND_FRAME_POINTER;
+    out->truncated = 0;
+    out->leaf_word_count = 0;
+    out->leaf_caller_recovered = 0;
+    out->tid = sw_gettid();
+    out->sp = sp;
+    out->handler_ns = 0;
+    out->latency_ns = 0;
+    out->taken_at_ns = (uint64_t)sw_now_ns();
+    uint64_t lo = 0, hi = 0;
+    if (!sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
+        sw_maps_rebuild();
+        if (!sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
+            out->stack_known = 0;
+            return 0;
+        }
+    }
+    out->stack_known = 1;
+    out->truncated = (uint8_t)sw_fp_walk(fp, sp, sw_readable_stack_end(sp, hi), out->frames, &out->count, max_frames);
+    return 0;
 }

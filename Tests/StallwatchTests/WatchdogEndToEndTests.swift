@@ -7,7 +7,7 @@ import Testing
 
 /// Collects a watchdog's events for assertions.
 final class EventLog: Sendable {
-    private let events = Mutex<[WatchdogEvent]>([])
+    let events = Mutex<[WatchdogEvent]>([])
     func append(_ e: WatchdogEvent) { events.withLock { $0.append(e) } }
     /// Stall reports of the loops a test drives itself (pool-job reports left out).
     var stalls: [StallReport] { allStalls.filter { $0.loopName != PoolJobWatcher.loopName } }

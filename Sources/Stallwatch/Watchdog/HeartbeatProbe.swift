@@ -28,6 +28,11 @@ public final class HeartbeatProbe: Sendable {
     // The longest busy period that ended since the watchdog last took it (coarse nanoseconds):
     // the loop-lag metric. One writer (the loop), so a load and a store, no read-modify-write.
     private let longestBusy = Atomic<UInt64>(0)
+    // Numbers busy periods, so feedback counters know when to start again from zero.
+    private let periodNumber = Atomic<UInt64>(0)
+    // Feedback counters that crossed their threshold, for the watchdog (slow path: a lock is fine).
+    private let crossings = Mutex<[FeedbackCrossing]>([])
+    private let counters = Mutex<[String: FeedbackCounter]>([:])
 
     /// A probe for the loop called `name`. Register it with ``Watchdog/monitor(_:)-(HeartbeatProbe)``.
     public init(name: String) {
@@ -39,6 +44,7 @@ public final class HeartbeatProbe: Sendable {
     public func busy() {
         if busyStamp.load(ordering: .relaxed) == 0 {
             threadID.store(sw_current_tid(), ordering: .relaxed)
+            periodNumber.store(periodNumber.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
             // The coarse clock keeps the pair within its budget; `busySince` adds the tick back.
             busyStamp.store(MonotonicClock.coarseNanoseconds(), ordering: .releasing)
         }
@@ -60,6 +66,34 @@ public final class HeartbeatProbe: Sendable {
     func takeLongestBusyPeriod() -> Duration? {
         let longest = longestBusy.exchange(0, ordering: .relaxed)
         return longest == 0 ? nil : .nanoseconds(Int64(clamping: longest))
+    }
+
+    /// The counter of `key` in this loop's busy periods, created on first use (allocates; keep it):
+    /// a `feedbackLoop` report when `threshold` occurrences fall into one busy period.
+    /// - Precondition: `threshold` is at least 2.
+    public func counter(for key: String, threshold: Int = 100) -> FeedbackCounter {
+        precondition(threshold >= 2, "a feedback threshold below 2 reports every occurrence")
+        return counters.withLock { c in
+            if let existing = c[key], existing.threshold == threshold { return existing }
+            let made = FeedbackCounter(key: key, threshold: threshold, probe: self)
+            c[key] = made
+            return made
+        }
+    }
+
+    /// The number of the current (or last) busy period.
+    var busyPeriod: UInt64 { periodNumber.load(ordering: .relaxed) }
+
+    func recordFeedback(_ crossing: FeedbackCrossing) {
+        crossings.withLock { list in if list.count < 64 { list.append(crossing) } }
+    }
+
+    /// Feedback counters that crossed their threshold since the last call.
+    func takeFeedbackCrossings() -> [FeedbackCrossing] {
+        crossings.withLock { list in
+            defer { list.removeAll() }
+            return list
+        }
     }
 
     /// Runs `body` between ``busy()`` and ``idle()``.

@@ -24,7 +24,7 @@ final class WatchdogEngine {
     private var ownAtWait: (cpu: Duration, runQueueWait: Duration?, at: MonotonicInstant)?
     private let suspensionJudge = SuspensionJudge()
     /// How late this round started (zero when on time), stated in its reports.
-    private var lateness: Duration = .zero
+    private(set) var lateness: Duration = .zero
     /// Set while the sampling signal is not ours: no ring, no signal capture, only /proc evidence.
     private var signalLost: SignalOwnership?
     private var maySignal: Bool { signalLost == nil }
@@ -35,6 +35,12 @@ final class WatchdogEngine {
     private var lastCPUAt: MonotonicInstant?
     private var lastThreadCPU: [Int32: Duration] = [:]
     private var reportCounter = 0
+
+    /// A report id unique in this process: pid and a counter.
+    func nextReportID() -> String {
+        reportCounter += 1
+        return "\(getpid())-\(reportCounter)"
+    }
     /// The watchdog thread's CPU time already counted in the metrics.
     private var reportedCPU: Duration = .zero
     let ownThread = ThreadID.current
@@ -107,6 +113,7 @@ final class WatchdogEngine {
             // Before the next ping is posted: the answered one's latency is read exactly once.
             if let metrics, let lag = m.source.takeLag() { metrics.recordLag(loop: m.source.name, lag) }
             if case .ping(let p) = m.source { p.pingIfIdle() }
+            if case .heartbeat(let p) = m.source { reportFeedback(of: p) }
             step(m, now: now, stoppedFor: stopped)
             // Wake exactly when a busy loop becomes suspect (to start sampling: the report needs
             // samples from before the threshold) and when it crosses the threshold, not up to a
@@ -348,11 +355,10 @@ final class WatchdogEngine {
             guard let last = lastProcessCPU, let at = lastCPUAt, let cpu = process?.cpuTime, now > at else { return 0 }
             return (cpu - last) / (now - at) * 100
         }()
-        reportCounter += 1
         let identity = builder.identity(thread, info: gathered.info)
         let report = StallReport(
             kind: .stall,
-            id: "\(getpid())-\(reportCounter)",
+            id: nextReportID(),
             cause: cause,
             loopName: m.source.name,
             thread: identity,
@@ -480,12 +486,12 @@ final class WatchdogEngine {
         let assessment = cpuPolicy.ingest(CPUReading(processCPUTimeDelta: processDelta, wallDelta: wall,
                                                      cores: cores, threads: threads))
         for event in assessment.events {
-            reportCounter += 1
+            let id = nextReportID()
             let report: StallReport
             switch event {
             case .processCPUHigh(let usage, let top):
                 report = StallReport(
-                    kind: .cpuHigh, id: "\(getpid())-\(reportCounter)",
+                    kind: .cpuHigh, id: id,
                     cause: StallCause(kind: .cpuUsage, evidence: "process CPU \(Int(usage * 100)) % of one core on \(cores) cores"),
                     startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: at),
                     duration: wall, durationIsFinal: true, threadCount: (try? ThreadList.count()) ?? 0,
@@ -494,7 +500,7 @@ final class WatchdogEngine {
                     configuration: configuration)
             case .sustainedHigh(let average, let duration):
                 report = StallReport(
-                    kind: .cpuSustained, id: "\(getpid())-\(reportCounter)",
+                    kind: .cpuSustained, id: id,
                     cause: StallCause(kind: .cpuUsage, evidence: "process CPU averaged \(Int(average * 100)) % of one core for \(duration)"),
                     startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: MonotonicInstant(nanoseconds: now.nanoseconds &- UInt64(max(duration.clampedNanoseconds, 0)))),
                     duration: duration, durationIsFinal: true, threadCount: (try? ThreadList.count()) ?? 0,

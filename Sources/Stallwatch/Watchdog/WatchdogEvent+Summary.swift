@@ -8,6 +8,13 @@ extension WatchdogEvent {
     /// or `message`.
     public var summary: [String: String] {
         switch self {
+        case .feedbackLoop(let report):
+            [
+                "event": report.kind.rawValue, "id": report.id, "loop": report.loopName ?? "",
+                "key": report.feedback?.key ?? "", "count": "\(report.feedback?.count ?? 0)",
+                "durationMs": "\(report.durationNanoseconds / 1_000_000)",
+                "blamed": report.blamedSummary(frames: 3),
+            ]
         case .stall(let report), .cpu(let report):
             [
                 "event": report.kind.rawValue, "id": report.id, "loop": report.loopName ?? "",

@@ -9,6 +9,9 @@ public enum WatchdogEvent: Sendable {
     case stallEnded(loop: String, thread: ThreadID?, duration: Duration)
     /// A stall was noticed but not reported, and why (trivial stack, back-off, daily cap).
     case filtered(loop: String, reason: FilterReason)
+    /// A key came round more often than its threshold within one busy period of a loop
+    /// (see ``FeedbackCounter``): a loop that never settles, reported with the call that crossed it.
+    case feedbackLoop(StallReport)
     /// The process uses much CPU (a `cpuHigh` or `cpuSustained` report).
     case cpu(StallReport)
     /// Something went wrong that the watchdog survived (e.g. the report directory is unwritable).

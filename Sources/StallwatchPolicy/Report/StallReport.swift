@@ -6,6 +6,48 @@ public enum ReportKind: String, Sendable, Equatable, Codable, CaseIterable {
     case cpuHigh
     /// Process CPU stayed high for the sustained duration.
     case cpuSustained
+    /// A key came round more often than its threshold within one busy period of a loop: a loop
+    /// that never settles (see `feedback`).
+    case feedbackLoop
+}
+
+/// What a `feedbackLoop` report counted.
+public struct FeedbackFacts: Equatable, Sendable, Codable {
+    /// The key, as the application named it.
+    public var key: String
+    /// Occurrences within the busy period when the report was made.
+    public var count: Int
+    /// The count that triggers a report.
+    public var threshold: Int
+
+    /// Facts of one crossing.
+    public init(key: String, count: Int, threshold: Int) {
+        self.key = key
+        self.count = count
+        self.threshold = threshold
+    }
+}
+
+/// How a stalled loop was sampled.
+public struct SamplingFacts: Equatable, Sendable, Codable {
+    /// Why the interval is what it is.
+    public enum Reason: String, Equatable, Sendable, Codable {
+        /// The configured `sampleInterval`.
+        case configured
+        /// Stretched so that the sampler stays inside its CPU budget (many loops stalled at once).
+        case budget
+    }
+
+    /// The interval between two samples of the loop's thread (of its CPU time), nanoseconds.
+    public var intervalNanoseconds: Int64
+    /// Why.
+    public var reason: Reason
+
+    /// Facts of a loop's sampling.
+    public init(interval: Duration, reason: Reason) {
+        self.intervalNanoseconds = interval.clampedNanoseconds
+        self.reason = reason
+    }
 }
 
 /// One report, as written to disk and handed to sinks. The JSON schema (camelCase keys, stable
@@ -68,6 +110,10 @@ public struct StallReport: Sendable, Equatable, Codable {
     /// How late the watchdog's round that wrote this report ran (CPUs saturated, or a slow host),
     /// nanoseconds; time the process was stopped is not counted. 0 when on time.
     public var watchdogLatenessNanoseconds: Int64
+    /// For a `feedbackLoop` report: the key and its count. Absent otherwise.
+    public var feedback: FeedbackFacts?
+    /// How the loop's thread was sampled (absent when it was not sampled by timer).
+    public var sampling: SamplingFacts?
 
     /// Creates a report; `schemaVersion` is always ``currentSchemaVersion``.
     public init(
@@ -158,5 +204,7 @@ extension StallReport {
         configuration = try c.decode(WatchdogConfiguration.self, forKey: .configuration)
         counters = try c.decode(ReportCounters.self, forKey: .counters)
         watchdogLatenessNanoseconds = try c.decodeIfPresent(Int64.self, forKey: .watchdogLatenessNanoseconds) ?? 0
+        feedback = try c.decodeIfPresent(FeedbackFacts.self, forKey: .feedback)
+        sampling = try c.decodeIfPresent(SamplingFacts.self, forKey: .sampling)
     }
 }
