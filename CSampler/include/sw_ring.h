@@ -31,6 +31,9 @@ typedef enum sw_ring_clock {
 int sw_ring_start(int32_t tid, int64_t interval_ns, sw_ring_clock_t clock, uint32_t max_frames,
                   uint32_t capacity);
 
+/// Changes a running ring's interval (from now on). Returns 0, SW_ERR_INVALID or -errno.
+int sw_ring_set_interval(int ring, int64_t interval_ns);
+
 /// Stops a ring: deletes its timer. A signal already in flight finds the ring retired and does
 /// nothing. The ring's memory is kept for reuse, never freed, so a late handler never touches freed
 /// memory. Returns 0 or SW_ERR_INVALID.

@@ -20,6 +20,7 @@ import Synchronization
 /// | `stallwatch_sampler_cpu_seconds_total` | counter | | CPU the signal handler spent capturing them |
 /// | `stallwatch_watchdog_cpu_seconds_total` | counter | | CPU of the watchdog thread |
 /// | `stallwatch_watchdog_lateness_seconds` | timer | | how late each watchdog round started |
+/// | `stallwatch_sampling_interval_seconds` | gauge | | the interval stalled loops are sampled at (stretched by `samplerBudget`) |
 /// | `stallwatch_signal_owned` | gauge | | 1 while the sampling signal's handler is Stallwatch's, else 0 |
 /// | `stallwatch_signal_lost_total` | counter | | times another handler took the sampling signal over |
 /// | `stallwatch_errors_total` | counter | | `.error` events (e.g. an unwritable report directory) |
@@ -158,6 +159,16 @@ public final class WatchdogMetrics: Sendable {
                 s.gauges[key] = g
                 return g
             }
+        }
+    }
+
+    /// The interval stalled loops are sampled at now (stretched by the CPU budget when many are).
+    func recordSamplingInterval(_ interval: Duration) {
+        state.withLock { s in
+            let key = Self.key("sampling_interval_seconds", [])
+            let g = s.gauges[key] ?? Gauge(label: name("sampling_interval_seconds"), factory: resolvedFactory)
+            s.gauges[key] = g
+            g.record(interval.secondsDouble)
         }
     }
 

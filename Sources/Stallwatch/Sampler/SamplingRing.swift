@@ -77,6 +77,16 @@ public final class SamplingRing: Sendable {
         }
     }
 
+    /// Samples every `interval` of the clock from now on (the watchdog stretches it to stay inside
+    /// its CPU budget when many loops are sampled at once).
+    /// - Throws: ``SamplerError`` when the ring is stopped or the interval is not positive.
+    public func setInterval(_ interval: Duration) throws(SamplerError) {
+        let rc = sw_ring_set_interval(ring, interval.clampedNanoseconds)
+        guard rc == 0 else {
+            throw SamplerError.from(code: rc, thread: thread, signal: 0, timeout: .zero, operation: "changing a sampling ring's interval")
+        }
+    }
+
     /// Deletes the timer. Idempotent. Samples already in the ring can still be drained.
     public func stop() {
         let stopNow = state.withLock { st -> Bool in

@@ -13,7 +13,7 @@ final class WatchdogEngine {
     let logger: Logger
     let emit: (WatchdogEvent) -> Void
     let metrics: WatchdogMetrics?
-    private var monitors: [ObjectIdentifier: LoopMonitor] = [:]
+    private(set) var monitors: [ObjectIdentifier: LoopMonitor] = [:]
     private var userSources: [LoopSource] = []
     private let poolWatcher: PoolJobWatcher?
     private var nextPoolScan: MonotonicInstant?
@@ -35,6 +35,9 @@ final class WatchdogEngine {
     private var lastCPUAt: MonotonicInstant?
     private var lastThreadCPU: [Int32: Duration] = [:]
     private var reportCounter = 0
+    /// The sampling governor and the interval every ring runs at now.
+    let governor: SamplingGovernor
+    var sampling: (interval: Duration, reason: SamplingFacts.Reason)
 
     /// A report id unique in this process: pid and a counter.
     func nextReportID() -> String {
@@ -55,6 +58,8 @@ final class WatchdogEngine {
         self.logger = logger
         self.emit = emit
         self.cpuPolicy = CPUPolicy(settings: configuration.cpu)
+        self.governor = SamplingGovernor(configuration, cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        self.sampling = (configuration.sampleInterval, .configured)
         if configuration.watchPoolJobs {
             let watcher = PoolJobWatcher(sampler: sampler, symbolizer: .shared)
             if watcher.isAvailable {
@@ -130,6 +135,7 @@ final class WatchdogEngine {
                 if drainBy < next { next = drainBy }
             }
         }
+        governSampling()
         cpuRound(now: now)
         previousRoundAt = now
         if !anyActive {
@@ -277,7 +283,7 @@ final class WatchdogEngine {
         if maySignal, m.ring == nil || m.ring?.thread != thread {
             m.stopSampling()
             do {
-                m.ring = try SamplingRing(sampler: sampler, thread: thread, interval: configuration.sampleInterval,
+                m.ring = try SamplingRing(sampler: sampler, thread: thread, interval: samplingIntervalForNewRing(),
                                           clock: .threadCPU, capacity: max(configuration.ringCapacity, 1),
                                           maxFrames: configuration.maxFrames)
             } catch {
@@ -356,7 +362,7 @@ final class WatchdogEngine {
             return (cpu - last) / (now - at) * 100
         }()
         let identity = builder.identity(thread, info: gathered.info)
-        let report = StallReport(
+        var report = StallReport(
             kind: .stall,
             id: nextReportID(),
             cause: cause,
@@ -382,6 +388,7 @@ final class WatchdogEngine {
             counters: counters,
             watchdogLateness: lateness
         )
+        if m.ring != nil { report.sampling = SamplingFacts(interval: sampling.interval, reason: sampling.reason) }
         if m.reportedThisStall {
             m.followUps += 1
         } else {

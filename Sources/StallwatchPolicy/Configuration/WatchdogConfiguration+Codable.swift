@@ -8,6 +8,7 @@ extension WatchdogConfiguration: Codable {
         case ringCapacity, maxFrames, threadCountCutoff, suspensionLimitNanoseconds
         case reportCapPerWindow, reportWindowNanoseconds, sampleContinuously, suspicionFraction, cpu
         case watchPoolJobs, poolScanPeriodNanoseconds, reclaimSignal, writePprof
+        case samplerBudget, sampleCostNanoseconds
     }
 
     /// Decodes, filling absent fields with defaults (derived ones from the decoded threshold).
@@ -33,7 +34,9 @@ extension WatchdogConfiguration: Codable {
             watchPoolJobs: try c.decodeIfPresent(Bool.self, forKey: .watchPoolJobs) ?? defaults.watchPoolJobs,
             poolScanPeriod: try duration(.poolScanPeriodNanoseconds),
             reclaimSignal: try c.decodeIfPresent(Bool.self, forKey: .reclaimSignal) ?? defaults.reclaimSignal,
-            writePprof: try c.decodeIfPresent(Bool.self, forKey: .writePprof) ?? defaults.writePprof
+            writePprof: try c.decodeIfPresent(Bool.self, forKey: .writePprof) ?? defaults.writePprof,
+            samplerBudget: try c.decodeIfPresent(Double.self, forKey: .samplerBudget) ?? defaults.samplerBudget,
+            sampleCost: try duration(.sampleCostNanoseconds) ?? defaults.sampleCost
         )
     }
 
@@ -56,6 +59,8 @@ extension WatchdogConfiguration: Codable {
         try c.encode(poolScanPeriod.clampedNanoseconds, forKey: .poolScanPeriodNanoseconds)
         try c.encode(reclaimSignal, forKey: .reclaimSignal)
         try c.encode(writePprof, forKey: .writePprof)
+        try c.encode(samplerBudget, forKey: .samplerBudget)
+        try c.encode(sampleCost.clampedNanoseconds, forKey: .sampleCostNanoseconds)
     }
 }
 

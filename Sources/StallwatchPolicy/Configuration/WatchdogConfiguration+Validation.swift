@@ -41,6 +41,11 @@ extension WatchdogConfiguration {
         try Self.requireAtLeastOne("threadCountCutoff", threadCountCutoff)
         try Self.requireAtLeastOne("reportCapPerWindow", reportCapPerWindow)
         try Self.requireUnitFraction("suspicionFraction", suspicionFraction)
+        if !(samplerBudget >= 0 && samplerBudget <= 1) {
+            throw ConfigurationError(field: "samplerBudget", value: "\(samplerBudget)",
+                                     requirement: "must be a fraction of one core in 0...1 (0: no budget)")
+        }
+        try Self.requirePositive("sampleCost", sampleCost)
         try cpu.validate()
         return self
     }

@@ -52,6 +52,13 @@ public struct WatchdogConfiguration: Sendable, Equatable {
     /// Also write each stored report's samples as a gzipped pprof profile (`<report>.pb.gz`) beside
     /// its JSON file, for `go tool pprof`, Pyroscope and Parca (false). Evicted with its report.
     public var writePprof: Bool
+    /// The CPU sampling may take, as a fraction of one core (0.001 = 0.1 %; 0 for no limit). With
+    /// many loops stalled at once the watchdog stretches their sampling interval to stay inside it
+    /// (``SamplingGovernor``); each report states the interval it was sampled at and why.
+    public var samplerBudget: Double
+    /// What one sample costs, for the budget: the stolen time per sample `bench sampler` measures
+    /// (about 20 µs on a 2-core VM).
+    public var sampleCost: Duration
 
     /// Creates a configuration. `checkPeriod` defaults to `threshold / 2` and `ringCapacity` to
     /// `checkPeriod / sampleInterval` (at least 1), so changing the threshold alone stays coherent.
@@ -71,7 +78,9 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         watchPoolJobs: Bool = true,
         poolScanPeriod: Duration? = nil,
         reclaimSignal: Bool = false,
-        writePprof: Bool = false
+        writePprof: Bool = false,
+        samplerBudget: Double = 0.001,
+        sampleCost: Duration = .microseconds(20)
     ) {
         let period = checkPeriod ?? threshold / 2
         self.threshold = threshold
@@ -90,6 +99,8 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         self.poolScanPeriod = poolScanPeriod ?? threshold / 2
         self.reclaimSignal = reclaimSignal
         self.writePprof = writePprof
+        self.samplerBudget = samplerBudget
+        self.sampleCost = sampleCost
     }
 
     /// The most frames one sample holds (the sampler's fixed capture buffer).
