@@ -108,6 +108,15 @@ let package = Package(
             ],
             path: "Tests/StallwatchTests"
         ),
+        .testTarget(
+            name: "StallwatchNIOTests",
+            dependencies: [
+                "StallwatchNIO", "Stallwatch", "StallwatchPolicy",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Tests/StallwatchNIOTests"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -56,3 +56,39 @@ struct SamplingGovernorTests {
         }
     }
 }
+
+@Suite("Busy-loop detector")
+struct BusyLoopDetectorTests {
+    func sample(_ names: [UInt64]) -> StackSample {
+        StackSample(frames: names.reversed().map { FrameKey(pc: $0, functionStart: $0) })
+    }
+
+    func run(_ samples: [StackSample], busy: Bool = true) -> [BusyLoopDetector.Verdict] {
+        var d = BusyLoopDetector(window: .seconds(2), lateLatency: .milliseconds(125))
+        var now = MonotonicInstant(nanoseconds: 1_000_000_000)
+        return samples.map { s in
+            now = now + .milliseconds(500)
+            return d.observe(now: now, demand: busy ? .milliseconds(490) : .milliseconds(200), wall: .milliseconds(500),
+                             pingLatency: .milliseconds(1), sample: s)
+        }
+    }
+
+    @Test("the same deep stack for 2 s of a busy thread: reported once")
+    func recurring() {
+        let same = (0..<8).map { _ in sample([1, 2, 3, 4, 5, 6, 7, 8]) }
+        let verdicts = run(same)
+        #expect(verdicts.filter { if case .report = $0 { true } else { false } }.count == 1)
+    }
+
+    @Test("varied work under shared loop frames: busy, never reported")
+    func varied() {
+        let varied = (0..<8).map { i in sample([1, 2, 3, 100 + UInt64(i), 200 + UInt64(i), 300 + UInt64(i), 400, 500]) }
+        #expect(run(varied).allSatisfy { $0 == .busy })
+    }
+
+    @Test("a thread at 40 % of a core with answered pings is quiet")
+    func quiet() {
+        let same = (0..<8).map { _ in sample([1, 2, 3, 4, 5, 6, 7, 8]) }
+        #expect(run(same, busy: false).allSatisfy { $0 == .quiet })
+    }
+}

@@ -15,6 +15,7 @@ import Synchronization
 /// | `stallwatch_loop_lag_seconds` | timer | `loop` | every ping's latency; a heartbeat loop's longest busy period per round |
 /// | `stallwatch_reports_filtered_total` | counter | `loop`, `reason` | stalls not reported: `trivial_stack`, `annealing`, `rate_limited` |
 /// | `stallwatch_feedback_loops_total` | counter | `loop` | keys counted past their threshold in one busy period |
+/// | `stallwatch_busy_loops_total` | counter | `loop` | ping-probed loops busy for `busyLoopWindow` without stalling |
 /// | `stallwatch_cpu_reports_total` | counter | `kind` | high-CPU reports: `cpuHigh`, `cpuSustained` |
 /// | `stallwatch_samples_total` | counter | | stacks taken from suspect and stalled loop threads (signal or /proc) |
 /// | `stallwatch_sampler_cpu_seconds_total` | counter | | CPU the signal handler spent capturing them |
@@ -114,6 +115,8 @@ public final class WatchdogMetrics: Sendable {
                 counter("cpu_reports_total", [("kind", report.kind.rawValue)], in: &s).increment()
             case .error:
                 counter("errors_total", [], in: &s).increment()
+            case .busyLoop(let report):
+                counter("busy_loops_total", [("loop", report.loopName ?? "?")], in: &s).increment()
             case .feedbackLoop(let report):
                 counter("feedback_loops_total", [("loop", report.loopName ?? "?")], in: &s).increment()
             }

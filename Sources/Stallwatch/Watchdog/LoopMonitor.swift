@@ -22,11 +22,19 @@ final class LoopMonitor {
     static let maxStallSamples = 600
     /// The thread a sampling ring could not be started for (logged once).
     var unsampledThread: ThreadID?
+    /// For ping-probed loops: busy without stalling (nil when `busyLoopWindow` is zero).
+    var busyLoop: BusyLoopDetector?
+    /// The loop thread's demand for a core (CPU time plus run-queue wait) at the last round, for
+    /// the busy-loop detector.
+    var lastThreadDemand: (thread: ThreadID, demand: Duration, at: MonotonicInstant)?
 
     init(source: LoopSource, configuration: WatchdogConfiguration) {
         self.source = source
         self.detector = StallDetector(configuration: configuration)
         self.filter = StallFilter(configuration: configuration)
+        if case .ping = source, configuration.busyLoopWindow > .zero {
+            busyLoop = BusyLoopDetector(window: configuration.busyLoopWindow, lateLatency: configuration.threshold / 4)
+        }
     }
 
     /// Which samples belong to the loop's work (all, unless set: a pool thread's job).

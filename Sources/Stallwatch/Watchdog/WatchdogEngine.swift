@@ -27,7 +27,7 @@ final class WatchdogEngine {
     private(set) var lateness: Duration = .zero
     /// Set while the sampling signal is not ours: no ring, no signal capture, only /proc evidence.
     private var signalLost: SignalOwnership?
-    private var maySignal: Bool { signalLost == nil }
+    var maySignal: Bool { signalLost == nil }
     /// When this round's time for one-off captures of stalled threads runs out.
     private var captureBudgetEnd = MonotonicInstant(nanoseconds: 0)
     private var cpuPolicy: CPUPolicy
@@ -116,7 +116,9 @@ final class WatchdogEngine {
         var anyActive = false
         for m in monitors.values {
             // Before the next ping is posted: the answered one's latency is read exactly once.
-            if let metrics, let lag = m.source.takeLag() { metrics.recordLag(loop: m.source.name, lag) }
+            let lag = m.source.takeLag()
+            if let metrics, let lag { metrics.recordLag(loop: m.source.name, lag) }
+            watchBusyLoop(m, pingLatency: lag, now: now)
             if case .ping(let p) = m.source { p.pingIfIdle() }
             if case .heartbeat(let p) = m.source { reportFeedback(of: p) }
             step(m, now: now, stoppedFor: stopped)

@@ -15,7 +15,7 @@ extension WatchdogEvent {
                 "durationMs": "\(report.durationNanoseconds / 1_000_000)",
                 "blamed": report.blamedSummary(frames: 3),
             ]
-        case .stall(let report), .cpu(let report):
+        case .stall(let report), .cpu(let report), .busyLoop(let report):
             [
                 "event": report.kind.rawValue, "id": report.id, "loop": report.loopName ?? "",
                 "cause": report.cause?.kind.rawValue ?? "", "evidence": report.cause?.evidence ?? "",

@@ -12,6 +12,8 @@ public enum WatchdogEvent: Sendable {
     /// A key came round more often than its threshold within one busy period of a loop
     /// (see ``FeedbackCounter``): a loop that never settles, reported with the call that crossed it.
     case feedbackLoop(StallReport)
+    /// A ping-probed loop busy for `busyLoopWindow` without stalling, the same stack recurring.
+    case busyLoop(StallReport)
     /// The process uses much CPU (a `cpuHigh` or `cpuSustained` report).
     case cpu(StallReport)
     /// Something went wrong that the watchdog survived (e.g. the report directory is unwritable).

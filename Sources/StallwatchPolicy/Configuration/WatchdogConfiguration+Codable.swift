@@ -8,7 +8,7 @@ extension WatchdogConfiguration: Codable {
         case ringCapacity, maxFrames, threadCountCutoff, suspensionLimitNanoseconds
         case reportCapPerWindow, reportWindowNanoseconds, sampleContinuously, suspicionFraction, cpu
         case watchPoolJobs, poolScanPeriodNanoseconds, reclaimSignal, writePprof
-        case samplerBudget, sampleCostNanoseconds
+        case samplerBudget, sampleCostNanoseconds, busyLoopWindowNanoseconds
     }
 
     /// Decodes, filling absent fields with defaults (derived ones from the decoded threshold).
@@ -36,7 +36,8 @@ extension WatchdogConfiguration: Codable {
             reclaimSignal: try c.decodeIfPresent(Bool.self, forKey: .reclaimSignal) ?? defaults.reclaimSignal,
             writePprof: try c.decodeIfPresent(Bool.self, forKey: .writePprof) ?? defaults.writePprof,
             samplerBudget: try c.decodeIfPresent(Double.self, forKey: .samplerBudget) ?? defaults.samplerBudget,
-            sampleCost: try duration(.sampleCostNanoseconds) ?? defaults.sampleCost
+            sampleCost: try duration(.sampleCostNanoseconds) ?? defaults.sampleCost,
+            busyLoopWindow: try duration(.busyLoopWindowNanoseconds) ?? defaults.busyLoopWindow
         )
     }
 
@@ -61,6 +62,7 @@ extension WatchdogConfiguration: Codable {
         try c.encode(writePprof, forKey: .writePprof)
         try c.encode(samplerBudget, forKey: .samplerBudget)
         try c.encode(sampleCost.clampedNanoseconds, forKey: .sampleCostNanoseconds)
+        try c.encode(busyLoopWindow.clampedNanoseconds, forKey: .busyLoopWindowNanoseconds)
     }
 }
 

@@ -46,6 +46,10 @@ extension WatchdogConfiguration {
                                      requirement: "must be a fraction of one core in 0...1 (0: no budget)")
         }
         try Self.requirePositive("sampleCost", sampleCost)
+        if busyLoopWindow < .zero {
+            throw ConfigurationError(field: "busyLoopWindow", value: "\(busyLoopWindow)",
+                                     requirement: "must be zero (off) or positive")
+        }
         try cpu.validate()
         return self
     }

@@ -59,6 +59,10 @@ public struct WatchdogConfiguration: Sendable, Equatable {
     /// What one sample costs, for the budget: the stolen time per sample `bench sampler` measures
     /// (about 20 µs on a 2-core VM).
     public var sampleCost: Duration
+    /// A ping-probed loop whose thread keeps a core busy (or whose pings keep waiting, under the
+    /// threshold) this long, with the same stack recurring, is reported as a `busyLoop` (30 s;
+    /// zero turns it off).
+    public var busyLoopWindow: Duration
 
     /// Creates a configuration. `checkPeriod` defaults to `threshold / 2` and `ringCapacity` to
     /// `checkPeriod / sampleInterval` (at least 1), so changing the threshold alone stays coherent.
@@ -80,7 +84,8 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         reclaimSignal: Bool = false,
         writePprof: Bool = false,
         samplerBudget: Double = 0.001,
-        sampleCost: Duration = .microseconds(20)
+        sampleCost: Duration = .microseconds(20),
+        busyLoopWindow: Duration = .seconds(30)
     ) {
         let period = checkPeriod ?? threshold / 2
         self.threshold = threshold
@@ -101,6 +106,7 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         self.writePprof = writePprof
         self.samplerBudget = samplerBudget
         self.sampleCost = sampleCost
+        self.busyLoopWindow = busyLoopWindow
     }
 
     /// The most frames one sample holds (the sampler's fixed capture buffer).

@@ -9,6 +9,9 @@ public enum ReportKind: String, Sendable, Equatable, Codable, CaseIterable {
     /// A key came round more often than its threshold within one busy period of a loop: a loop
     /// that never settles (see `feedback`).
     case feedbackLoop
+    /// A ping-probed loop stayed busy for `busyLoopWindow` without stalling, the same stack
+    /// recurring (a task that re-enqueues itself on its event loop).
+    case busyLoop
 }
 
 /// What a `feedbackLoop` report counted.

@@ -1,0 +1,59 @@
+import Glibc
+import StallwatchPolicy
+
+extension WatchdogEngine {
+    /// For a ping-probed loop that is not stalled: feeds its thread's demand for a core over the
+    /// round, its ping latency and, while it is busy, one stack sample to its ``BusyLoopDetector``,
+    /// and reports a `busyLoop` once per busy streak.
+    func watchBusyLoop(_ m: LoopMonitor, pingLatency: Duration?, now: MonotonicInstant) {
+        guard let detector = m.busyLoop, m.stallSince == nil, let thread = m.source.thread,
+              let demand = Self.demand(of: thread) else { return }
+        defer { m.lastThreadDemand = (thread, demand, now) }
+        guard let last = m.lastThreadDemand, last.thread == thread, now > last.at else { return }
+        let demandDelta = demand - last.demand
+        let wall = now - last.at
+        let busyNow = demandDelta.secondsDouble >= wall.secondsDouble * detector.busyFraction
+        var sample: StackSample?
+        if maySignal, busyNow || (m.busyLoop?.inStreak ?? false),
+           let stack = try? sampler.captureStack(of: thread) {
+            metricsSample(stack)
+            sample = builder.identitySample(stack)
+        }
+        guard let verdict = m.busyLoop?.observe(now: now, demand: demandDelta, wall: wall, pingLatency: pingLatency,
+                                                sample: sample),
+              case .report(let busyFor, let path, let count) = verdict else { return }
+        let tree = CallTree(samples: [StackSample(frames: path.frames.reversed())])
+        let report = StallReport(
+            kind: .busyLoop,
+            id: nextReportID(),
+            cause: StallCause(kind: .cpuBound,
+                              evidence: "busy for \(busyFor) without a stall (wanted a core \(Int(demandDelta.secondsDouble / wall.secondsDouble * 100)) % of the last round), the same stack in more than half of \(count) samples"),
+            loopName: m.source.name,
+            thread: builder.identity(thread, info: try? ThreadInfo.read(thread)),
+            startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: now - busyFor),
+            duration: busyFor,
+            durationIsFinal: false,
+            sampleCount: count,
+            blamedStack: ReportFrame.blamedStack(of: tree, describe: builder.describe),
+            callTree: ReportCallTreeNode.flatten(tree, describe: builder.describe),
+            threadCount: (try? ThreadList.count()) ?? 0,
+            configuration: configuration,
+            watchdogLateness: lateness)
+        logger.warning("busy loop", metadata: [
+            "loop": "\(m.source.name)", "busyFor": "\(busyFor)", "blamed": "\(report.blamedSummary(frames: 1))",
+            "id": "\(report.id)"])
+        writer?.submit(report)
+        emit(.busyLoop(report))
+    }
+
+    /// Time `thread` has wanted a core: on one plus runnable on a run queue (`schedstat`), or its CPU
+    /// clock alone where the kernel keeps no scheduler statistics.
+    private static func demand(of thread: ThreadID) -> Duration? {
+        if let stat = try? ThreadInfo.schedStat(thread) { return stat.runTime + stat.waitTime }
+        return try? ThreadCPUClock(thread).elapsed()
+    }
+
+    private func metricsSample(_ stack: CapturedStack) {
+        metrics?.recordSamples(count: 1, handlerTime: stack.handlerTime)
+    }
+}
