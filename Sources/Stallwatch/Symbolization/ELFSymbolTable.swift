@@ -11,10 +11,9 @@ final class ELFSymbolTable: Sendable {
         let value: UInt64
         let size: UInt64
         let nameOffset: Int
-        /// Which of the aliases at one address names it (highest wins): global before local
-        /// (`__pthread_mutex_lock`, not the internal `__GI___pthread_mutex_lock`), then the
-        /// default version (`clock_nanosleep@@GLIBC_2.17`) before an old one.
-        let rank: Int
+        /// STB_LOCAL 0, STB_GLOBAL 1, STB_WEAK 2: among aliases, a global name is the one people know;
+        /// then the default version, then any but glibc's internal `__GI_` one.
+        let binding: UInt8
     }
 
     private let symbols: [Symbol]
@@ -188,14 +187,6 @@ final class ELFSymbolTable: Sendable {
             }
         }
         guard let c = chosen else { return nil }
-        let strings = UnsafeRawBufferPointer(rebasing: f[c.str..<c.str + c.strSize])
-        // `name@VERSION` (one @: not the default version), as opposed to `name` or `name@@VERSION`.
-        func isOldVersion(_ nameOffset: Int) -> Bool {
-            guard nameOffset < strings.count else { return false }
-            let name = strings[nameOffset...].prefix { $0 != 0 }
-            guard let at = name.firstIndex(of: 0x40 /* @ */) else { return false }
-            return name.index(after: at) == name.endIndex || name[name.index(after: at)] != 0x40
-        }
         var symbols: [Symbol] = []
         symbols.reserveCapacity(c.symSize / c.entsize)
         var o = c.sym
@@ -203,17 +194,58 @@ final class ELFSymbolTable: Sendable {
             let info = f[o + 4]
             if info & 0xf == 2 /* STT_FUNC */, let name = r.u32(o), let value = r.u64(o + 8), let size = r.u64(o + 16),
                value != 0 {
-                let binding = info >> 4   // STB_LOCAL 0, STB_GLOBAL 1, STB_WEAK 2
-                let rank = (binding == 1 || binding == 2 ? 2 : 0) + (isOldVersion(Int(name)) ? 0 : 1)
-                symbols.append(Symbol(value: value, size: size, nameOffset: Int(name), rank: rank))
+                symbols.append(Symbol(value: value, size: size, nameOffset: Int(name), binding: info >> 4))
             }
             o += c.entsize
         }
-        // Aliases share an address and lookup takes the last: the best-ranked goes last.
-        symbols.sort { ($0.value, $0.rank) < ($1.value, $1.rank) }
-        return Parsed(symbols: symbols, stringsOffset: c.str, stringsCount: c.strSize, relocatable: type == 3 /* ET_DYN */,
+        // By name offset too, so equal-ranked aliases resolve the same way every time.
+        symbols.sort { ($0.value, $0.nameOffset) < ($1.value, $1.nameOffset) }
+        let strings = UnsafeRawBufferPointer(rebasing: f[c.str..<c.str + c.strSize])
+        return Parsed(symbols: bestAliases(symbols, strings: strings), stringsOffset: c.str, stringsCount: c.strSize, relocatable: type == 3 /* ET_DYN */,
                       lowestLoad: lowest, full: c.full,
                       miniDebugInfo: sectionRange(named: ".gnu_debugdata", r: r, count: Int(shnum), names: Int(shstrndx), section: section))
+    }
+
+    /// One symbol per address, sorted: aliases share an address (`__pthread_mutex_lock`, the
+    /// internal `__GI___pthread_mutex_lock`, `pthread_mutex_lock@@GLIBC_2.2.5`), and the name
+    /// people know is the sized, global one in its default version. Ranked only where there are
+    /// ties: most addresses have one name.
+    private static func bestAliases(_ sorted: [Symbol], strings: UnsafeRawBufferPointer) -> [Symbol] {
+        func rank(_ s: Symbol) -> Int {
+            (s.size > 0 ? 8 : 0) + (s.binding == 1 || s.binding == 2 ? 4 : 0)
+                + (isOldVersion(s.nameOffset, strings) ? 0 : 2) + (hasPrefix(s.nameOffset, "__GI_", strings) ? 0 : 1)
+        }
+        var unique: [Symbol] = []
+        unique.reserveCapacity(sorted.count)
+        var i = 0
+        while i < sorted.count {
+            var best = sorted[i]
+            var j = i + 1
+            while j < sorted.count, sorted[j].value == best.value {
+                if rank(sorted[j]) > rank(best) { best = sorted[j] }
+                j += 1
+            }
+            unique.append(best)
+            i = j
+        }
+        return unique
+    }
+
+    /// Whether the name at `offset` starts with `prefix` (glibc's `__GI_` marks internal aliases).
+    private static func hasPrefix(_ offset: Int, _ prefix: StaticString, _ strings: UnsafeRawBufferPointer) -> Bool {
+        let count = prefix.utf8CodeUnitCount
+        guard offset >= 0, offset + count <= strings.count else { return false }
+        return (0..<count).allSatisfy { strings[offset + $0] == prefix.utf8Start[$0] }
+    }
+
+    /// `name@VERSION` (one @: an old version), as opposed to `name` or `name@@VERSION` (the default).
+    private static func isOldVersion(_ offset: Int, _ strings: UnsafeRawBufferPointer) -> Bool {
+        guard offset >= 0, offset < strings.count, let base = strings.baseAddress else { return false }
+        let name = base.advanced(by: offset)
+        let length = strnlen(name.assumingMemoryBound(to: CChar.self), strings.count - offset)
+        guard let at = memchr(name, 0x40 /* @ */, length) else { return false }
+        let next = name.distance(to: UnsafeRawPointer(at)) + 1
+        return next >= length || strings[offset + next] != 0x40
     }
 
     private static func sectionRange(named wanted: String, r: Reader, count: Int, names: Int,

@@ -84,7 +84,7 @@ public enum FlameGraphSVG {
 
     /// Text for XML content and attributes; control characters (not allowed in XML 1.0) are
     /// shown as escapes.
-    static func xml(_ text: String) -> String {
+    public static func xml(_ text: String) -> String {
         var out = ""
         for scalar in TerminalSafeText.escaped(text).unicodeScalars {
             switch scalar {
