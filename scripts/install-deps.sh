@@ -2,7 +2,10 @@
 # Installs the system packages Stallwatch builds, tests and benchmarks with (Debian 12, as root).
 # Idempotent: packages already present are left alone.
 set -euo pipefail
-need=(libunwind-dev libnuma-dev prometheus curl)
+# The arm64 packages (with :arm64, Debian multiarch beside the amd64 ones) and the cross compiler
+# and qemu-user are for scripts/cross-arch.sh: CSampler built for aarch64 and run under emulation.
+need=(libunwind-dev libnuma-dev prometheus curl
+      gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libunwind-dev:arm64 libnuma-dev:arm64)
 if [ "${1:-}" = "--bench" ]; then
   need+=(libgoogle-perftools-dev)
 fi
@@ -16,6 +19,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
+  # Only on first use: apt-get update is what would make a no-op run slow.
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
