@@ -31,7 +31,9 @@ let package = Package(
             publicHeadersPath: "include",
             cSettings: [.define("_GNU_SOURCE")],
             linkerSettings: [
-                .linkedLibrary("unwind-x86_64"),
+                // libunwind-generic: Debian's link to this architecture's libunwind-<arch>, whose
+                // remote-unwind entry points (unw_init_remote, ...) are named after the architecture.
+                .linkedLibrary("unwind-generic"),
                 .linkedLibrary("unwind"),
                 .linkedLibrary("numa"),
                 .linkedLibrary("dl"),

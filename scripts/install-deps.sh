@@ -8,6 +8,9 @@ need+=(prometheus curl)
 # Real consumers of the exports, used by tests: go tool pprof, protoc --decode, headless Chromium;
 # libc6-dbg names libc's internal frames (/usr/lib/debug/.build-id).
 need+=(golang-go protobuf-compiler chromium libc6-dbg binutils xz-utils)
+# The arm64 packages (with :arm64, Debian multiarch beside the amd64 ones) and the cross compiler
+# and qemu-user are for scripts/cross-arch.sh: CSampler built for aarch64 and run under emulation.
+need+=(gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libunwind-dev:arm64 libnuma-dev:arm64)
 if [ "${1:-}" = "--bench" ]; then
   need+=(libgoogle-perftools-dev wrk)
 fi
@@ -21,6 +24,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
+  # Only on first use: apt-get update is what would make a no-op run slow.
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    dpkg --add-architecture arm64
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

@@ -14,6 +14,8 @@ python3 scripts/check-handler-safety.py $(find .build -path '*/debug/CSampler.bu
 swift test --skip-build --no-parallel "$@"
 # Skipped when the caller narrows the run with arguments (e.g. --filter):
 if [ "$#" -eq 0 ]; then
+  # CSampler's C hot path built for aarch64 and run under qemu-user, and the same test natively.
+  scripts/cross-arch.sh
   # AddressSanitizer over the whole package and UBSan over the C target: a service built with
   # -sanitize=address must be able to use Stallwatch (its raw-stack readers are exempt from ASan,
   # see SW_RAW_STACK_READER). Leak detection is off: Foundation's Process leaks a weak reference on

@@ -14,28 +14,13 @@
 #define SW_SCAN_BYTES (64 * 1024)
 
 
-// 1 when the 7 bytes before `c` end with a call instruction (direct rel32, or the common indirect
-// forms through a register or memory operand).
-static int ends_with_call(const uint8_t *c) {
-    if (c[-5] == 0xE8) return 1;                                   // call rel32
-    if (c[-2] == 0xFF && (c[-1] & 0xF8) == 0xD0) return 1;         // call *%reg
-    if (c[-6] == 0xFF && c[-5] == 0x15) return 1;                  // call *disp32(%rip)
-    if (c[-3] == 0xFF && (c[-2] & 0xF8) == 0x50) return 1;         // call *disp8(%reg)
-    if (c[-6] == 0xFF && (c[-5] & 0xF8) == 0x90) return 1;         // call *disp32(%reg)
-    if (c[-3] == 0xFF && c[-2] == 0x14) return 1;                  // call *(%reg,%reg,s)
-    if (c[-4] == 0xFF && c[-3] == 0x54) return 1;                  // call *disp8(%reg,%reg,s)
-    if (c[-7] == 0xFF && c[-6] == 0x94) return 1;                  // call *disp32(%reg,%reg,s)
-    if (c[-2] == 0xFF && (c[-1] & 0xF8) == 0x10) return 1;         // call *(%reg)
-    return 0;
-}
-
-// A return address points just past a call instruction. Code is read with safe_read: the module
-// could be unloaded meanwhile by another thread.
+// A return address points just past a call instruction (sw_arch.h). Code is read with
+// sw_read_own: the module could be unloaded meanwhile by another thread.
 static int looks_like_return(uint64_t ret) {
     if (ret < 8 || !sw_maps_is_exec(ret)) return 0;
     uint8_t c[8];
     if (sw_read_own(c, ret - 8, 8) != 8) return 0;
-    return ends_with_call(c + 8);
+    return sw_arch_ends_with_call(ret, c + 8);
 }
 
 static uint64_t word_at(const uint64_t *w, uint64_t base, uint64_t nwords, uint64_t addr, int *ok) {
@@ -52,13 +37,13 @@ static uint64_t word_at(const uint64_t *w, uint64_t base, uint64_t nwords, uint6
 static int plausible_record(const uint64_t *w, uint64_t base, uint64_t nwords, uint64_t hi, uint64_t a) {
     int ok1, ok2;
     uint64_t next = word_at(w, base, nwords, a, &ok1);
-    uint64_t ret = word_at(w, base, nwords, a + 8, &ok2);
+    uint64_t ret = sw_arch_code_address(word_at(w, base, nwords, a + 8, &ok2));
     if (!ok1 || !ok2 || !looks_like_return(ret)) return 0;
     // A saved FP of 0 marks the outermost frame, which lives near the stack's top; anywhere else a
     // zero followed by a return address is just a zeroed local beside one (seen in libc's sleep).
     if (next == 0) return hi - a <= 4096;
     if (next <= a || next >= hi || (next & 7) != 0) return 0;
-    uint64_t ret2 = word_at(w, base, nwords, next + 8, &ok2);
+    uint64_t ret2 = sw_arch_code_address(word_at(w, base, nwords, next + 8, &ok2));
     return !ok2 || ret2 == 0 || looks_like_return(ret2);
 }
 
@@ -106,7 +91,8 @@ int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_
         return 0;
     }
     for (uint64_t i = 0; base + i * 8 < record && out->count < max_frames; i++) {
-        if (looks_like_return(w[i])) out->frames[out->count++] = w[i];
+        uint64_t ret = sw_arch_code_address(w[i]);
+        if (looks_like_return(ret)) out->frames[out->count++] = ret;
     }
     uint64_t fp = record;
     uint64_t prev = base;
@@ -118,7 +104,7 @@ int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_
             break;
         }
         uint64_t next = word_at(w, base, nwords, fp, &ok1);
-        uint64_t ret = word_at(w, base, nwords, fp + 8, &ok2);
+        uint64_t ret = sw_arch_code_address(word_at(w, base, nwords, fp + 8, &ok2));
         if (!ok1 || !ok2) {
             out->truncated = 1; // beyond what we copied
             break;
@@ -138,6 +124,28 @@ int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_
     return 0;
 }
 
+#if SW_ARCH_LEAF_CALLER_IN_LR
+// Most code a `bl` lands in before the interrupted PC, for the call to count as the leaf's entry.
+#define SW_LEAF_MAX_BYTES (1u << 20)
+
+// LR is also left stale by the interrupted function's own calls that already returned: then it
+// points into that same function, just as a leaf's caller's address would. For a direct `bl` the
+// two can be told apart: a leaf was entered at the bl's target, so PC lies a little after it and
+// the call site does not lie between them; a stale LR's target is some function called earlier.
+// A call through a register (`blr`) or a stub (PLT, veneer) cannot be checked this cheaply and is
+// kept: frames[1] is marked as the guess it is (leaf_caller_recovered).
+static int lr_can_be_callers(uint64_t lr, uint64_t pc) {
+    uint8_t c[8];
+    if (sw_read_own(c, lr - 8, 8) != 8) return 0;
+    uint64_t target = sw_arch_direct_call_target(lr, c + 8);
+    if (target == 0) return 1;
+    uint64_t site = lr - 4;
+    if (target <= pc && pc - target < SW_LEAF_MAX_BYTES && !(site >= target && site <= pc)) return 1;
+    uint8_t stub[8];
+    return sw_read_own(stub, target, 8) == 8 && sw_arch_is_call_stub(stub);
+}
+#endif
+
 void sw_recover_leaf_caller(sw_stack_t *st) {
     uint8_t n = st->leaf_word_count;
     st->leaf_word_count = 0; // consumed: a second call must not insert twice
@@ -148,6 +156,9 @@ void sw_recover_leaf_caller(sw_stack_t *st) {
         uint64_t word = st->leaf_words[i];
         if (word == first_ret || word == pc) return; // the caller's record is next: not a leaf
         if (!looks_like_return(word)) continue;
+#if SW_ARCH_LEAF_CALLER_IN_LR
+        if (!lr_can_be_callers(word, pc)) return;
+#endif
         uint32_t keep = st->count < SW_MAX_FRAMES ? st->count : SW_MAX_FRAMES - 1;
         if (keep < st->count) st->truncated = 1;
         memmove(&st->frames[2], &st->frames[1], sizeof(uint64_t) * (keep - 1));

@@ -27,7 +27,7 @@ void sw_capture_collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live
         if (live) {
             uint64_t lo = 0, hi = 0;
             if (sw_maps_find(st->sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
-                view.live_lo = st->sp - 128 >= lo ? st->sp - 128 : lo;
+                view.live_lo = st->sp - SW_ARCH_RED_ZONE >= lo ? st->sp - SW_ARCH_RED_ZONE : lo;
                 view.live_hi = hi;
             }
         } else {

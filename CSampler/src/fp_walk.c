@@ -21,7 +21,7 @@ SW_RAW_STACK_READER int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64
             return 1;
         }
         const uint64_t *rec = (const uint64_t *)(uintptr_t)fp;
-        uint64_t ret = rec[1];
+        uint64_t ret = sw_arch_code_address(rec[1]);
         uint64_t next = rec[0];
         if (ret == 0) {
             *count = n;
@@ -46,6 +46,7 @@ SW_RAW_STACK_READER int sw_fp_walk_context(uint64_t pc, uint64_t sp, uint64_t fp
     *count = 1;
     *leaf_count = 0;
     if (cap <= 1) return 1;
+#if !SW_ARCH_LEAF_CALLER_IN_LR
     // Swift and clang omit the frame of leaf functions: interrupted in one, FP still points at the
     // caller's record and the caller's own return address sits just above SP (at [sp], or a few
     // words up when the leaf pushed registers). The words between SP and that record are copied
@@ -57,5 +58,8 @@ SW_RAW_STACK_READER int sw_fp_walk_context(uint64_t pc, uint64_t sp, uint64_t fp
     for (uint64_t a = sp; (sp & 7) == 0 && a < limit && limit - a >= 8; a += 8) {
         leaf_words[(*leaf_count)++] = *(const uint64_t *)(uintptr_t)a;
     }
+#else
+    (void)leaf_words; // the caller takes the leaf's caller from LR
+#endif
     return sw_fp_walk(fp, sp, hi, out, count, cap);
 }

@@ -10,8 +10,16 @@
 
 // mincore's answer vector has one byte a page: a chunk this size keeps it small enough for the
 // stack of a signal handler running on a thread we know nothing about.
-#define SW_PAGE_SIZE 4096u
 #define SW_CHUNK_PAGES 512u
+
+// mincore wants a start aligned to the kernel's page, which arm64 kernels may make 16 or 64 KiB
+// (sw_arch.h: SW_ARCH_FIXED_PAGE_SIZE is 0 there). Read once before any handler can run (sysconf is not async-signal-safe); 4 KiB until then.
+static uint64_t g_page_size = 4096;
+
+__attribute__((constructor)) static void read_page_size(void) {
+    long p = sysconf(_SC_PAGESIZE);
+    if (p > 0 && (p & (p - 1)) == 0) g_page_size = (uint64_t)p;
+}
 
 static _Atomic uint64_t g_unverified;
 
@@ -28,10 +36,11 @@ static int range_mapped(uint64_t from, uint64_t to) {
 uint64_t sw_mapped_end(uint64_t from, uint64_t to) {
     if (to <= from) return from;
     int saved = errno;
-    uint64_t at = from & ~(uint64_t)(SW_PAGE_SIZE - 1);
+    const uint64_t page = SW_ARCH_FIXED_PAGE_SIZE != 0 ? SW_ARCH_FIXED_PAGE_SIZE : g_page_size;
+    uint64_t at = from & ~(page - 1);
     uint64_t end = to;
     while (at < to) {
-        uint64_t chunk_end = at + (uint64_t)SW_PAGE_SIZE * SW_CHUNK_PAGES;
+        uint64_t chunk_end = at + page * SW_CHUNK_PAGES;
         if (chunk_end > to || chunk_end < at) chunk_end = to;
         int m = range_mapped(at, chunk_end);
         if (m < 0) {
@@ -41,8 +50,8 @@ uint64_t sw_mapped_end(uint64_t from, uint64_t to) {
         if (m == 0) {
             // The first unmapped page lies in [at, chunk_end): every probe halves the pages left.
             uint64_t good = at, bad = chunk_end;
-            while (bad - good > SW_PAGE_SIZE) {
-                uint64_t mid = good + (((bad - good) / SW_PAGE_SIZE) / 2) * SW_PAGE_SIZE;
+            while (bad - good > page) {
+                uint64_t mid = good + (((bad - good) / page) / 2) * page;
                 if (range_mapped(good, mid) == 1) good = mid;
                 else bad = mid;
             }

@@ -14,15 +14,28 @@
 #include <pthread.h>
 #include <string.h>
 
-// Exported by libunwind-x86_64 but not declared in its public headers.
-extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t *di,
-                                               unw_proc_info_t *pi, int need_unwind_info, void *arg);
+// Exported by every libunwind-<arch> (as _U<arch>_dwarf_search_unwind_table) but not declared in
+// its public headers; UNW_OBJ adds the prefix of the architecture being built for.
+#define sw_dwarf_search_unwind_table UNW_OBJ(dwarf_search_unwind_table)
+extern int sw_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t *di,
+                                        unw_proc_info_t *pi, int need_unwind_info, void *arg);
+
+// sw_regs_t is filled in the handler (sw_arch.h) without libunwind's headers; check here that both
+// agree on the numbering.
+#if defined(__x86_64__)
+_Static_assert(SW_ARCH_UNW_PC == UNW_X86_64_RIP && SW_ARCH_UNW_REGS == UNW_X86_64_RIP + 1,
+               "sw_arch.h and libunwind-x86_64 disagree on register numbers");
+#elif defined(__aarch64__)
+_Static_assert(SW_ARCH_UNW_PC == UNW_AARCH64_PC && SW_ARCH_UNW_REGS == UNW_AARCH64_PSTATE + 1 &&
+                   UNW_AARCH64_SP == 31 && UNW_AARCH64_X29 == 29,
+               "sw_arch.h and libunwind-aarch64 disagree on register numbers");
+#endif
 
 static unw_addr_space_t g_as;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static int g_init_rc;
 
-// DWARF pointer encodings used by .eh_frame_hdr (the only ones linkers emit for it on x86_64).
+// DWARF pointer encodings used by .eh_frame_hdr (the only ones GNU ld, gold and lld emit for it).
 enum { PE_UDATA4 = 0x03, PE_SDATA4 = 0x0b, PE_PCREL = 0x10, PE_DATAREL = 0x30 };
 
 // Module memory (unwind tables, code) is never read directly: the target keeps running while we
@@ -111,7 +124,7 @@ static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_
     di.u.rti.segbase = (unw_word_t)hdr_addr;
     di.u.rti.table_data = (unw_word_t)(hdr_addr + 12);
     di.u.rti.table_len = (unw_word_t)fde_count * 8 / sizeof(unw_word_t);
-    return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+    return sw_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
 }
 
 static void acc_put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg) {
@@ -135,7 +148,7 @@ static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val,
 static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg) {
     (void)as;
     const sw_stack_view_t *v = arg;
-    if (write || reg < 0 || reg > UNW_X86_64_RIP) return -UNW_EBADREG;
+    if (write || reg < 0 || reg >= SW_ARCH_UNW_REGS) return -UNW_EBADREG;
     *val = v->regs->r[reg];
     return 0;
 }
@@ -191,7 +204,7 @@ int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_
     // never past its deadline. Out of time: the PC alone, marked truncated.
     struct timespec until = {.tv_sec = deadline_ns / 1000000000LL, .tv_nsec = deadline_ns % 1000000000LL};
     if (pthread_mutex_clocklock(&g_unwind_lock, CLOCK_MONOTONIC, &until) != 0) {
-        out->frames[out->count++] = view->regs->r[UNW_X86_64_RIP];
+        out->frames[out->count++] = view->regs->r[SW_ARCH_UNW_PC];
         out->truncated = 1;
         return 0;
     }
@@ -199,7 +212,7 @@ int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_
     g_pages.next = 0;
     int rc = unw_init_remote(&cursor, g_as, (void *)view);
     if (rc < 0) {
-        out->frames[out->count++] = view->regs->r[UNW_X86_64_RIP];
+        out->frames[out->count++] = view->regs->r[SW_ARCH_UNW_PC];
         out->truncated = 1;
         pthread_mutex_unlock(&g_unwind_lock);
         return 0;

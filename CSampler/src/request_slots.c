@@ -129,17 +129,13 @@ static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc) {
     st->taken_at_ns = (uint64_t)t0;
     sw_capture_fill(st, uc, (sw_unwinder_t)s->unwinder, s->max_frames, NULL, NULL);
     if (s->unwinder == SW_UNWIND_LIBUNWIND) {
-        const greg_t *g = uc->uc_mcontext.gregs;
-        static const int map[17] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
-                                    REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
-                                    REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
-        for (int i = 0; i < 17; i++) sw_slot_payload(s)->regs.r[i] = (uint64_t)g[map[i]];
+        sw_arch_unw_regs(uc, sw_slot_payload(s)->regs.r);
         uint64_t sp = st->sp, lo = 0, hi = 0;
         s->copy_len = 0;
         s->copy_base = sp;
         if (s->copy != NULL && !s->park && sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
-            // Include the red zone below SP: the interrupted leaf may keep data there.
-            uint64_t from = sp - 128 >= lo ? sp - 128 : lo;
+            // Include the red zone below SP (x86_64): the interrupted leaf may keep data there.
+            uint64_t from = sp - SW_ARCH_RED_ZONE >= lo ? sp - SW_ARCH_RED_ZONE : lo;
             uint64_t to = hi - from > SW_COPY_BYTES ? from + SW_COPY_BYTES : hi;
             from &= ~7ULL;
             to = sw_mapped_end(from, to); // the table may be older than the mapping

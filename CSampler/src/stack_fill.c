@@ -3,8 +3,6 @@
 #include "sw_internal.h"
 #include "sw_threads.h"
 
-#include <ucontext.h>
-
 // A frame record further than this above SP is not read: the kernel is asked about the whole
 // range in one question (mincore) on every capture, and a chain of max_frames records that
 // spans more than this is not a stack a person reads anyway.
@@ -25,8 +23,7 @@ uint64_t sw_readable_stack_end(uint64_t sp, uint64_t hi) {
 void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames,
                      uint64_t *cached_lo, uint64_t *cached_hi) {
     const ucontext_t *uc = ucv;
-    const greg_t *g = uc->uc_mcontext.gregs;
-    uint64_t pc = (uint64_t)g[REG_RIP], sp = (uint64_t)g[REG_RSP];
+    uint64_t pc = sw_arch_pc(uc), sp = sw_arch_sp(uc);
     st->frames[0] = pc;
     st->count = 1;
     st->sp = sp;
@@ -57,8 +54,15 @@ void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, ui
         return;
     }
     uint64_t end = sw_readable_stack_end(sp, hi);
-    st->truncated = (uint8_t)sw_fp_walk_context(pc, sp, (uint64_t)g[REG_RBP], end, st->frames, &st->count,
+    st->truncated = (uint8_t)sw_fp_walk_context(pc, sp, sw_arch_fp(uc), end, st->frames, &st->count,
                                                 max_frames, st->leaf_words, &st->leaf_word_count);
+#if SW_ARCH_LEAF_CALLER_IN_LR
+    // Only the interrupted function knows whether LR is its caller (a leaf, or a prologue before
+    // the record is linked) or a stale return from its own last call: sw_recover_leaf_caller
+    // decides outside the handler, where reading code is safe.
+    st->leaf_words[0] = sw_arch_code_address(sw_arch_lr(uc));
+    st->leaf_word_count = 1;
+#endif
     if (end < hi && end - sp < SW_WALK_SPAN) atomic_fetch_add_explicit(&g_cut_at_unmapped, 1, memory_order_relaxed);
 }
 

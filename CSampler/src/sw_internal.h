@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include "sw_arch.h"
 #include "sw_capture.h"
 
 // ---- memory-map table (maps.c) ------------------------------------------------------------
@@ -112,21 +113,23 @@ int sw_signal_blocked_by(int32_t tid, int signo);
 /// The ring handler (ring.c). async-signal-safe.
 void sw_ring_on_signal(uint64_t cookie, const void *ucv);
 
-/// The walk from an interrupted context: the PC, then the frame-record chain; the words between SP
-/// and the first record go to `leaf_words` for sw_recover_leaf_caller. async-signal-safe.
+/// The walk from an interrupted context: the PC, then the frame-record chain. Where a leaf's caller
+/// lives on the stack (x86_64), the words between SP and the first record go to `leaf_words` for
+/// sw_recover_leaf_caller; elsewhere (arm64: in LR) none are copied here. async-signal-safe.
 int sw_fp_walk_context(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t hi, uint64_t *out, uint32_t *count,
                        uint32_t cap, uint64_t *leaf_words, uint8_t *leaf_count);
 
 /// Outside any handler: when the interrupted function was a frameless leaf, inserts its caller
-/// (the first of the copied leaf words that is a return address, checked with fault-safe reads
-/// of the code before it) as frame 1. Frame-pointer stacks only; idempotent per stack.
+/// (the first of the copied leaf words — stack words on x86_64, LR on arm64 — that is a return
+/// address, checked with fault-safe reads of the code before it) as frame 1. Frame-pointer stacks
+/// only; idempotent per stack.
 void sw_recover_leaf_caller(sw_stack_t *st);
 
 // ---- off-thread libunwind (remote_unwind.c) -------------------------------------------------
 
 /// Registers and stack captured by a handler for an unwind done later, outside the handler.
 typedef struct sw_regs {
-    uint64_t r[17];          ///< libunwind x86_64 numbering: RAX..R15 (0-15), RIP (16)
+    uint64_t r[SW_ARCH_UNW_REGS]; ///< in libunwind's numbering for this architecture (sw_arch.h)
 } sw_regs_t;
 
 /// A stack region the unwinder may read: either a copy (copy != NULL) or the live stack of a

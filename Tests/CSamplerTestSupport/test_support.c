@@ -205,11 +205,12 @@ typedef struct stale_stack_target {
     _Atomic int stop;
 } stale_stack_target_t;
 
-// Spins with RBP pointing at `fake_fp` (a "frame record" above the thread's real stack), so that a
-// walk from this context reads there. No calls while RBP is fake.
+// Spins with the frame pointer (RBP, X29) aimed at `fake_fp` (a "frame record" above the thread's
+// real stack), so that a walk from this context reads there. No calls while it is fake.
 static void *stale_stack_thread(void *arg) {
     stale_stack_target_t *t = arg;
     atomic_store(&t->tid, (int32_t)syscall(SYS_gettid));
+#if defined(__x86_64__)
     __asm__ volatile("push %%rbp\n\t"
                      "mov %0, %%rbp\n\t"
                      "1: pause\n\t"
@@ -219,6 +220,20 @@ static void *stale_stack_thread(void *arg) {
                      :
                      : "r"(t->fake_fp), "r"(&t->stop)
                      : "memory", "cc");
+#elif defined(__aarch64__)
+    // X29 is saved in a scratch register rather than on the stack: SP stays 16-byte aligned.
+    __asm__ volatile("mov x9, x29\n\t"
+                     "mov x29, %0\n\t"
+                     "1: yield\n\t"
+                     "ldr w10, [%1]\n\t"
+                     "cbz w10, 1b\n\t"
+                     "mov x29, x9\n\t"
+                     :
+                     : "r"(t->fake_fp), "r"(&t->stop)
+                     : "x9", "x10", "memory", "cc");
+#else
+#error "a frame pointer to aim is needed for this architecture"
+#endif
     return NULL;
 }
 

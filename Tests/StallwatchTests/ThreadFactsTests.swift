@@ -138,9 +138,11 @@ struct ThreadFactsTests {
         #expect(settled, "thread never showed as sleeping in a syscall: \(info)")
         let cpus = Int(sysconf(Int32(_SC_NPROCESSORS_CONF)))
         #expect((0..<cpus).contains(info.lastCPU))
+        #expect(info.syscall.blockedSyscall?.name == "futex")
         #if arch(x86_64)
         #expect(info.syscall.blockedSyscall?.number == 202)
-        #expect(info.syscall.blockedSyscall?.name == "futex")
+        #elseif arch(arm64)
+        #expect(info.syscall.blockedSyscall?.number == 98)
         #endif
     }
 
@@ -161,7 +163,7 @@ struct ThreadFactsTests {
         let blocked = eventually {
             last = try? ThreadInfo.read(thread.tid)
             guard let info = last, info.state == .sleeping, case .inSyscall(let call) = info.syscall else { return false }
-            return call.number == 0
+            return call.name == "read"
         }
         if !blocked {
             var byte: UInt8 = 1
@@ -170,9 +172,6 @@ struct ThreadFactsTests {
         }
         try #require(blocked, "thread never showed as blocked in read(): \(String(describing: last))")
         let call = try #require(last?.syscall.blockedSyscall)
-        #if arch(x86_64)
-        #expect(call.name == "read")
-        #endif
         #expect(call.arguments.count == 6)
         #expect(call.arguments.first == UInt64(readFD))
         #expect(call.arguments[2] == 1)  // the byte count passed to read
@@ -298,6 +297,11 @@ struct ThreadFactsTests {
         #expect(BlockedSyscall.name(of: 202) == "futex")
         #expect(BlockedSyscall.name(of: 232) == "epoll_wait")
         #expect(BlockedSyscall.name(of: 441) == "epoll_pwait2")
+        #elseif arch(arm64)
+        #expect(BlockedSyscall.name(of: 63) == "read")
+        #expect(BlockedSyscall.name(of: 98) == "futex")
+        #expect(BlockedSyscall.name(of: 202) == "accept")
+        #expect(BlockedSyscall.name(of: 22) == "epoll_pwait")
         #endif
         #expect(BlockedSyscall.name(of: 9999) == "syscall_9999")
     }

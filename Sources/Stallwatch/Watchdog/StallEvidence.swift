@@ -21,8 +21,14 @@ struct ThreadBaseline {
 
 /// Gathers what the cause classifier needs about a stalled thread, without signalling it.
 enum StallEvidence {
-    /// Syscalls whose first argument is the file descriptor they wait on.
-    private static let fdFirstSyscalls: Set<Int> = [0, 1, 17, 18, 19, 20, 42, 43, 44, 45, 46, 47, 74, 75, 232, 281, 288, 441]
+    /// Syscalls whose first argument is the file descriptor they wait on (by name: the numbers are
+    /// the architecture's, from ``SyscallNumber``).
+    private static let fdFirstSyscalls: Set<Int> = {
+        typealias S = SyscallNumber
+        return Set([S.read, S.write, S.pread64, S.pwrite64, S.readv, S.writev, S.connect, S.accept, S.sendto,
+                    S.recvfrom, S.sendmsg, S.recvmsg, S.fsync, S.fdatasync, S.epollWait, S.epollPwait,
+                    S.accept4, S.epollPwait2].filter { $0 != S.unavailable })
+    }()
 
     static func gather(thread: ThreadID, baseline: ThreadBaseline?, now: MonotonicInstant,
                        threadCount: Int) -> (evidence: ThreadEvidence, info: ThreadInfo?) {
