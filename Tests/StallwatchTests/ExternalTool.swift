@@ -56,7 +56,8 @@ struct ExternalTool {
         var output: String { String(decoding: stdout, as: UTF8.self) }
     }
 
-    /// Runs the tool to completion (killed after `timeout`), stdin from /dev/null.
+    /// Runs the tool to completion (stopped after `timeout`: SIGTERM, then SIGKILL 2 s later),
+    /// stdin from /dev/null.
     func run(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(120)) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
@@ -70,14 +71,31 @@ struct ExternalTool {
         process.standardInput = FileHandle(forReadingAtPath: "/dev/null")
         try process.run()
         // Read both pipes while it runs: a full pipe would block the child.
+        // On threads of their own: two blocked readers would fill a 2-core machine's global queue
+        // and starve the timeout.
         let group = DispatchGroup()
         nonisolated(unsafe) var stdout = Data(), stderr = Data()
-        DispatchQueue.global().async(group: group) { stdout = out.fileHandleForReading.readDataToEndOfFile() }
-        DispatchQueue.global().async(group: group) { stderr = err.fileHandleForReading.readDataToEndOfFile() }
-        let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(timeout.components.seconds)), execute: killer)
+        for (handle, isOut) in [(out.fileHandleForReading, true), (err.fileHandleForReading, false)] {
+            group.enter()
+            Thread {
+                let data = handle.readDataToEndOfFile()
+                if isOut { stdout = data } else { stderr = data }
+                group.leave()
+            }.start()
+        }
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            if done.wait(timeout: .now() + .seconds(Int(timeout.components.seconds))) == .timedOut, process.isRunning {
+                process.terminate()
+                // A child spawned from a libdispatch thread inherits its signal mask, SIGTERM
+                // blocked included (Foundation's Process does not reset it): then only SIGKILL stops it.
+                if done.wait(timeout: .now() + .seconds(2)) == .timedOut, process.isRunning {
+                    kill(process.processIdentifier, SIGKILL)
+                }
+            }
+        }.start()
         process.waitUntilExit()
-        killer.cancel()
+        done.signal()
         group.wait()
         return Result(status: process.terminationStatus, exited: process.terminationReason == .exit,
                       stdout: stdout, stderr: String(decoding: stderr, as: UTF8.self))
