@@ -47,6 +47,24 @@ static int plausible_record(const uint64_t *w, uint64_t base, uint64_t nwords, u
     return !ok2 || ret2 == 0 || looks_like_return(ret2);
 }
 
+// Calls that already returned leave their frame records behind, below the live ones: a "ghost"
+// [saved FP, return address] is as plausible as a live record and, taken for the first one, skips
+// every live frame between it and the frame it points at (seen: a Dispatch block asleep in usleep
+// reported as __nanosleep <- the block's thunk, its own two frames lost). A live frame has one live
+// callee record, the one holding its FP nearest below it; a lower record holding the same FP is a
+// ghost. Returns 1 for a ghost at `a` (its saved FP is `next`).
+static int is_ghost_record(const uint64_t *w, uint64_t base, uint64_t nwords, uint64_t hi, uint64_t a,
+                           uint64_t next) {
+    if (next == 0) return 0;
+    for (uint64_t b = a + 16; b + 16 <= next; b += 8) {
+        int ok;
+        uint64_t v = word_at(w, base, nwords, b, &ok);
+        if (!ok) return 0;
+        if (v == next && plausible_record(w, base, nwords, hi, b)) return 1;
+    }
+    return 0;
+}
+
 int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_frames, sw_stack_t *out) {
     if (sc == NULL || out == NULL || max_frames == 0) return SW_ERR_INVALID;
     if (sc->nr == -2 || sc->sp == 0 || sc->pc == 0) return SW_ERR_NOT_BLOCKED;
@@ -79,18 +97,26 @@ int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_
     // wrappers): every word there that is a return address (points just past a call) is one of
     // their return addresses, innermost first. The first plausible record continues the chain.
     uint64_t record = 0;
+    uint64_t ghosts[8];
+    unsigned ghost_count = 0;
     for (uint64_t i = 0; i + 1 < nwords; i++) {
-        if (plausible_record(w, base, nwords, hi, base + i * 8)) {
-            record = base + i * 8;
-            break;
+        if (!plausible_record(w, base, nwords, hi, base + i * 8)) continue;
+        if (is_ghost_record(w, base, nwords, hi, base + i * 8, w[i])) {
+            // Its return address is stale too: not one of the libc wrappers' frames below.
+            if (ghost_count < sizeof ghosts / sizeof ghosts[0]) ghosts[ghost_count++] = i + 1;
+            continue;
         }
+        record = base + i * 8;
+        break;
     }
     if (record == 0) {
         out->truncated = 1;
         free(w);
         return 0;
     }
-    for (uint64_t i = 0; base + i * 8 < record && out->count < max_frames; i++) {
+    for (uint64_t i = 0, g = 0; base + i * 8 < record && out->count < max_frames; i++) {
+        while (g < ghost_count && ghosts[g] < i) g++;
+        if (g < ghost_count && ghosts[g] == i) continue;
         uint64_t ret = sw_arch_code_address(w[i]);
         if (looks_like_return(ret)) out->frames[out->count++] = ret;
     }

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "sw_test_support.h"
+#include "sw_capture.h"
 #include "sw_ring.h"
 #include "sw_threads.h"
 
@@ -280,4 +281,43 @@ int sw_test_walk_into_unmapped(uint64_t *frames_after, uint64_t *libunwind_frame
     munmap(region, half);
     sw_maps_rebuild();
     return rc;
+}
+
+// Distinct real return addresses: each call site of return_site() returns the address just past
+// its own call instruction, which the scanner's call decoding accepts.
+static __attribute__((noinline)) uint64_t return_site(void) {
+    return (uint64_t)(uintptr_t)__builtin_return_address(0);
+}
+
+int sw_test_blocked_scan_ghost(uint64_t *got, uint32_t *got_count, uint64_t *expected, uint32_t *expected_count) {
+    uint64_t r[7];
+    r[0] = return_site(); r[1] = return_site(); r[2] = return_site(); r[3] = return_site();
+    r[4] = return_site(); r[5] = return_site(); r[6] = return_site();
+    // A fake stack of its own: one 16 KiB mapping, so the outermost record lies near its top.
+    size_t size = 16 * 1024;
+    uint64_t *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (stack == MAP_FAILED) return -errno;
+    uint64_t top = (uint64_t)(uintptr_t)stack + size;
+    uint64_t *sp = (uint64_t *)(uintptr_t)(top - 1024);
+    uint64_t rec1 = (uint64_t)(uintptr_t)&sp[20], rec2 = (uint64_t)(uintptr_t)&sp[40];
+    sp[0] = 7;              // a local
+    sp[1] = r[0];           // the libc wrappers' return addresses, no records
+    sp[2] = rec1;           // a ghost: a returned callee of the frame at rec1, its FP and return address
+    sp[3] = r[6];
+    sp[4] = r[1];
+    sp[5] = 0;
+    sp[6] = rec1;  sp[7] = r[2];    // the first live record (rec0)
+    sp[20] = rec2; sp[21] = r[3];
+    sp[40] = 0;    sp[41] = r[4];   // outermost
+    sw_thread_syscall_t sc = {.nr = 230, .sp = (uint64_t)(uintptr_t)sp, .pc = r[5]};
+    sw_stack_t out;
+    int rc = sw_capture_blocked(0, &sc, SW_MAX_FRAMES, &out);
+    munmap(stack, size);
+    if (rc != 0) return rc;
+    uint64_t want[] = {r[5], r[0], r[1], r[2], r[3], r[4]};
+    *expected_count = sizeof want / sizeof want[0];
+    memcpy(expected, want, sizeof want);
+    *got_count = out.count < 16 ? out.count : 16;
+    memcpy(got, out.frames, *got_count * sizeof(uint64_t));
+    return 0;
 }

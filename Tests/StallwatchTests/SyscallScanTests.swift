@@ -1,3 +1,4 @@
+import CSamplerTestSupport
 import Dispatch
 import Foundation
 import Glibc
@@ -28,5 +29,16 @@ struct SyscallScanTests {
         #expect(names.contains { $0.contains("stallwatchFixtureSleep") }, "\(names)")
         #expect(names.contains { $0.hasPrefix("_dispatch_") }, "\(names)")
         #expect(eventually(timeout: .seconds(2)) { done.load(ordering: .acquiring) })
+    }
+
+    @Test("a frame record left behind by a returned call is not taken for the first live one")
+    func ghostRecordSkipped() {
+        var got = [UInt64](repeating: 0, count: 16), expected = [UInt64](repeating: 0, count: 16)
+        var gotCount: UInt32 = 0, expectedCount: UInt32 = 0
+        let rc = sw_test_blocked_scan_ghost(&got, &gotCount, &expected, &expectedCount)
+        #expect(rc == 0)
+        // Before: PC, the first wrapper's return, the ghost's stale return, then the chain from the
+        // ghost's saved FP, skipping the live frame between.
+        #expect(Array(got.prefix(Int(gotCount))) == Array(expected.prefix(Int(expectedCount))))
     }
 }

@@ -40,4 +40,10 @@ int sw_test_many_mappings(unsigned count, uint64_t *grown);
 /// of the two late captures and the ring's late samples go to the out parameters.
 int sw_test_walk_into_unmapped(uint64_t *frames_after, uint64_t *libunwind_frames_after, uint64_t *ring_samples);
 
+/// Builds a fake stack on its own mapping — libc-style return addresses, a ghost frame record left
+/// by a returned call, then a live chain of three records — and scans it as a blocked thread's
+/// (sw_capture_blocked). Returns 0 or a negative error; up to 16 frames found go to `got`, the
+/// frames a correct scan finds (PC, both wrapper returns, the three records' returns) to `expected`.
+int sw_test_blocked_scan_ghost(uint64_t *got, uint32_t *got_count, uint64_t *expected, uint32_t *expected_count);
+
 #endif
