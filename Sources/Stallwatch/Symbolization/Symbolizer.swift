@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// Uses `dladdr` (dynamic symbols; SwiftPM links executables with `--export-dynamic`), each module's
 /// static symbol table, and for stripped system libraries their debug files or MiniDebugInfo
-/// (``ModuleSymbols``); it demangles
+/// (`ModuleSymbols`); it demangles
 /// Swift names through the runtime's `swift_demangle` and C++ names through `__cxa_demangle`.
 /// Results are cached per address. Never call it from a signal handler or while threads are held.
 public final class Symbolizer: Sendable {
