@@ -14,7 +14,10 @@ import sys
 
 ROOTS = ["sw_signal_handler"]
 # External functions a handler may reach: all async-signal-safe, none allocates or locks.
-ALLOWED_EXTERNAL = {"clock_gettime", "syscall", "memcpy", "__errno_location", "__stack_chk_fail"}
+ALLOWED_EXTERNAL = {"clock_gettime", "syscall", "memcpy", "memset", "__errno_location", "__stack_chk_fail",
+                    # glibc >= 2.35 documents it AS-Safe: lock-free, unlike dl_iterate_phdr, which
+                    # takes the loader lock a handler may have interrupted (the unwind-table walk).
+                    "_dl_find_object"}
 # Functions allowed an indirect call, and why.
 INDIRECT_OK = {"chain": "calls the previously installed handler, as chaining requires"}
 

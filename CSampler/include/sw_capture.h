@@ -50,7 +50,22 @@ typedef struct sw_stack {
     /// library before a stack is returned.
     uint64_t leaf_words[8];
     uint8_t leaf_word_count;
+    uint8_t stop_reason;     ///< why the walk ended (SW_STOP_*): SW_STOP_ROOT only for a whole stack
+    uint8_t table_frames;    ///< frames found through unwind tables (.eh_frame) rather than frame records
 } sw_stack_t;
+
+/// Why a walk ended (sw_stack_t.stop_reason). Only SW_STOP_ROOT means the stack is whole.
+enum {
+    SW_STOP_ROOT = 0,           ///< walked to the thread's first frame
+    SW_STOP_FRAME_LIMIT = 1,    ///< max_frames reached
+    SW_STOP_BAD_LINK = 2,       ///< a frame record or table row led to no valid frame
+    SW_STOP_NO_UNWIND_INFO = 3, ///< code with neither a frame record nor an unwind-table entry
+    SW_STOP_UNREADABLE = 4,     ///< the next frame lies outside the readable stack (or its copy)
+    SW_STOP_STACK_UNKNOWN = 5,  ///< the thread's stack was not in the map table: the PC only
+    SW_STOP_TIMED_OUT = 6,      ///< the unwind ran out of time
+    SW_STOP_BUDGET = 7,         ///< more frames needed the unwind table than a handler may spend
+    SW_STOP_NOT_WALKED = 8,     ///< no walk was asked for (SW_UNWIND_NONE)
+};
 
 /// Error codes (negative return values). Other negative values are -errno.
 enum {

@@ -10,6 +10,8 @@ void sw_capture_collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live
     out->count = st->count;
     out->unwinder = st->unwinder;
     out->truncated = st->truncated;
+    out->stop_reason = st->stop_reason;
+    out->table_frames = st->table_frames;
     out->stack_known = st->stack_known;
     out->tid = tid;
     out->sp = st->sp;

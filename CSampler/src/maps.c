@@ -1,6 +1,7 @@
 // The memory-map table: where thread stacks and code are, so that walkers in a signal handler
 // only ever read memory that is mapped. Built from /proc/self/maps without malloc.
 #include "sw_internal.h"
+#include "sw_unwind_table.h"
 
 #include <stdint.h>
 
@@ -121,6 +122,9 @@ int sw_maps_rebuild_until(int64_t deadline_ns) {
     atomic_store_explicit(&g_active, (uint32_t)(t - g_tables), memory_order_release);
     atomic_fetch_add_explicit(&g_generation, 1, memory_order_acq_rel);
     pthread_mutex_unlock(&g_rebuild_lock);
+    // A new mapping is often a new library: which objects keep frame pointers is read again
+    // (objects seen before keep their classification).
+    sw_modules_rebuild();
     return rc;
 }
 

@@ -206,6 +206,7 @@ int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_
     if (pthread_mutex_clocklock(&g_unwind_lock, CLOCK_MONOTONIC, &until) != 0) {
         out->frames[out->count++] = view->regs->r[SW_ARCH_UNW_PC];
         out->truncated = 1;
+        out->stop_reason = SW_STOP_TIMED_OUT;
         return 0;
     }
     g_pages.used = 0;
@@ -214,12 +215,20 @@ int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_
     if (rc < 0) {
         out->frames[out->count++] = view->regs->r[SW_ARCH_UNW_PC];
         out->truncated = 1;
+        out->stop_reason = SW_STOP_NO_UNWIND_INFO;
         pthread_mutex_unlock(&g_unwind_lock);
         return 0;
     }
+    out->stop_reason = SW_STOP_ROOT;
     for (;;) {
-        if (out->count >= max_frames || ((out->count & 15) == 15 && sw_now_ns() > deadline_ns)) {
+        if (out->count >= max_frames) {
             out->truncated = 1;
+            out->stop_reason = SW_STOP_FRAME_LIMIT;
+            break;
+        }
+        if ((out->count & 15) == 15 && sw_now_ns() > deadline_ns) {
+            out->truncated = 1;
+            out->stop_reason = SW_STOP_TIMED_OUT;
             break;
         }
         unw_word_t ip = 0;
@@ -229,6 +238,8 @@ int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_
         if (step == 0) break;
         if (step < 0) {
             out->truncated = 1;
+            // Reads outside the copy, or code without a table entry.
+            out->stop_reason = step == -UNW_EINVAL ? SW_STOP_UNREADABLE : SW_STOP_NO_UNWIND_INFO;
             break;
         }
     }

@@ -2,6 +2,7 @@
 // the checked walk. Shared by request answers (request_slots.c) and timer ticks (ring.c).
 #include "sw_internal.h"
 #include "sw_threads.h"
+#include "sw_unwind_table.h"
 
 // A frame record further than this above SP is not read: the kernel is asked about the whole
 // range in one question (mincore) on every capture, and a chain of max_frames records that
@@ -30,6 +31,8 @@ void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, ui
     st->truncated = 0;
     st->unwinder = (uint8_t)unwinder;
     st->leaf_word_count = 0;
+    st->table_frames = 0;
+    st->stop_reason = SW_STOP_NOT_WALKED;
     if (unwinder == SW_UNWIND_NONE) {
         st->stack_known = 1; // nothing to bound: the floor takes the PC only
         return;
@@ -51,18 +54,37 @@ void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, ui
     if (unwinder != SW_UNWIND_FRAME_POINTER) return;
     if (!st->stack_known) {
         st->truncated = 1;
+        st->stop_reason = SW_STOP_STACK_UNKNOWN;
         return;
     }
     uint64_t end = sw_readable_stack_end(sp, hi);
-    st->truncated = (uint8_t)sw_fp_walk_context(pc, sp, sw_arch_fp(uc), end, st->frames, &st->count,
-                                                max_frames, st->leaf_words, &st->leaf_word_count);
+    // Frame records where the code keeps them, the unwind table where it does not, and the table
+    // for the interrupted frame itself (a leaf, a prologue): exact where a guess was made before.
+    sw_walk_regs_t regs = {.pc = pc, .sp = sp, .fp = sw_arch_fp(uc), .lr = sw_arch_lr(uc), .fp_known = 1,
+                           .lr_known = SW_ARCH_LEAF_CALLER_IN_LR};
+    sw_walk_mem_t mem = {.lo = sp, .hi = end, .copy = NULL, .base = 0};
+    sw_walk_result_t res = {0};
+    st->count = 0;
+    sw_walk(&regs, &mem, 0, st->frames, &st->count, max_frames, &res);
+    st->table_frames = (uint8_t)(res.table_frames > 255 ? 255 : res.table_frames);
+    if (res.stop == SW_STOP_NO_ROW_AT_PC) {
+        // No table for the interrupted code (generated code, a stub): frame records from FP, and
+        // the words above SP kept for sw_recover_leaf_caller's checked guess at a leaf's caller.
+        st->truncated = (uint8_t)sw_fp_walk_context(pc, sp, sw_arch_fp(uc), end, st->frames, &st->count,
+                                                    max_frames, st->leaf_words, &st->leaf_word_count);
+        st->stop_reason = !st->truncated ? SW_STOP_ROOT
+                          : st->count >= max_frames ? SW_STOP_FRAME_LIMIT : SW_STOP_BAD_LINK;
 #if SW_ARCH_LEAF_CALLER_IN_LR
-    // Only the interrupted function knows whether LR is its caller (a leaf, or a prologue before
-    // the record is linked) or a stale return from its own last call: sw_recover_leaf_caller
-    // decides outside the handler, where reading code is safe.
-    st->leaf_words[0] = sw_arch_code_address(sw_arch_lr(uc));
-    st->leaf_word_count = 1;
+        // Only the interrupted function knows whether LR is its caller (a leaf, or a prologue before
+        // the record is linked) or a stale return from its own last call: sw_recover_leaf_caller
+        // decides outside the handler, where reading code is safe.
+        st->leaf_words[0] = sw_arch_code_address(sw_arch_lr(uc));
+        st->leaf_word_count = 1;
 #endif
+    } else {
+        st->stop_reason = res.stop == SW_STOP_NEED_FP ? SW_STOP_BAD_LINK : res.stop;
+        st->truncated = st->stop_reason != SW_STOP_ROOT;
+    }
     if (end < hi && end - sp < SW_WALK_SPAN) atomic_fetch_add_explicit(&g_cut_at_unmapped, 1, memory_order_relaxed);
 }
 
@@ -92,10 +114,15 @@ int sw_capture_self(sw_stack_t *out, uint32_t max_frames) {
         sw_maps_rebuild();
         if (!sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
             out->stack_known = 0;
+            out->truncated = 1;
+            out->stop_reason = SW_STOP_STACK_UNKNOWN;
             return 0;
         }
     }
     out->stack_known = 1;
     out->truncated = (uint8_t)sw_fp_walk(fp, sp, sw_readable_stack_end(sp, hi), out->frames, &out->count, max_frames);
+    out->stop_reason = !out->truncated ? SW_STOP_ROOT
+                       : out->count >= max_frames ? SW_STOP_FRAME_LIMIT : SW_STOP_BAD_LINK;
+    out->table_frames = 0;
     return 0;
 }

@@ -298,3 +298,41 @@ uint64_t bench_timer_floor_read(uint64_t from, uint64_t *times, int32_t *tids, u
     *count = k;
     return start + k;
 }
+
+// ---- workloads for the unwind paths ------------------------------------------------------------
+
+static const volatile int *g_spin_stop;
+static volatile uint64_t *g_spin_progress;
+
+__attribute__((noinline)) static void spin_until_stopped(void) {
+    while (!*g_spin_stop) (*g_spin_progress)++;
+}
+
+__attribute__((noinline)) static int spinning_compare(const void *a, const void *b) {
+    spin_until_stopped();
+    return *(const int *)a - *(const int *)b;
+}
+
+__attribute__((noinline)) static void descend(int depth, int in_qsort) {
+    if (depth > 1) {
+        descend(depth - 1, in_qsort);
+    } else if (in_qsort) {
+        int two[2] = {2, 1}; // two elements: qsort_r -> msort_with_tmp -> the comparator
+        qsort(two, 2, sizeof two[0], spinning_compare);
+    } else {
+        spin_until_stopped();
+    }
+    __asm__ volatile(""); // not a tail call: every level keeps its frame
+}
+
+void bench_spin_fp(int depth, const volatile int *stop, volatile uint64_t *progress) {
+    g_spin_stop = stop;
+    g_spin_progress = progress;
+    descend(depth, 0);
+}
+
+void bench_spin_in_qsort(int depth, const volatile int *stop, volatile uint64_t *progress) {
+    g_spin_stop = stop;
+    g_spin_progress = progress;
+    descend(depth, 1);
+}

@@ -157,7 +157,7 @@ struct SamplerBenchmark: ParsableCommand {
         let perRound = Double(specs.count) * phaseSeconds + (usePeer ? 3 * (phaseSeconds + 0.5) : 0)
         print("workload: 1 thread, depth \(depth), typical iteration \(workload.typicalIteration) ns; interval \(Fmt.f(interval, 0)) ms; thread unwinder \(unwinder)"
               + (workingSetMiB > 0 ? "; working set \(workingSetMiB) MiB (\(Workload.workingSetAccesses) random cache lines per iteration)" : ""))
-        print("method: \(rounds) rounds × [\(specs.map(\.label).joined(separator: ", "))\(usePeer ? ", peer-off, gperftools/libunwind, gperftools/generic_fp" : "")] × \(Fmt.f(phaseSeconds, 1)) s, order rotated every round; then one watchdog stall for its allocations; expected run time ≈ \(Int(Double(rounds) * perRound) + 12) s")
+        print("method: \(rounds) rounds × [\(specs.map(\.label).joined(separator: ", "))\(usePeer ? ", peer-off, gperftools/libunwind, gperftools/generic_fp" : "")] × \(Fmt.f(phaseSeconds, 1)) s, order rotated every round; then the unwind paths and one watchdog stall for its allocations; expected run time ≈ \(Int(Double(rounds) * perRound) + 18) s")
         if !usePeer { print("peer: none (\(peer == "none" ? "--peer none" : "\(PeerRunner.library) not installed"))") }
         let started = Workload.now()
         // Nothing measured may pay a first touch: every request slot, and the ring's entries (a short
@@ -196,6 +196,7 @@ struct SamplerBenchmark: ParsableCommand {
             FileHandle.standardError.write(Data("round \(round + 1)/\(rounds) done\n".utf8))
         }
         workload.finish()
+        let unwindPaths = try measureUnwindPaths(depth: depth, rounds: 5, seconds: 0.8)
         let stallAllocations = try measureWatchdogStallAllocations()
         let elapsed = Double(Workload.now() - started) / 1e9
         var rows = specs.dropFirst().map { CostRow(label: $0.label, rounds: outcomes[$0] ?? []) }
@@ -203,7 +204,7 @@ struct SamplerBenchmark: ParsableCommand {
             if let r = peerOutcomes[kind] { rows.append(CostRow(peer: kind.rawValue, rounds: r)) }
         }
         let floorMedian = rows.first { $0.label == "floor" }?.latencyMedianMicroseconds ?? .nan
-        let report = SamplerReport(machine: machine, intervalMilliseconds: interval, depth: depth, threads: 1,
+        var report = SamplerReport(machine: machine, intervalMilliseconds: interval, depth: depth, threads: 1,
                                    rounds: rounds, phaseSeconds: phaseSeconds, unwinder: unwinder,
                                    typicalIterationNanoseconds: workload.typicalIteration,
                                    floorLatencyMedianMicroseconds: floorMedian, rows: rows,
@@ -213,6 +214,7 @@ struct SamplerBenchmark: ParsableCommand {
                                    offGapP99Microseconds: Stats.percentile(background, 99),
                                    workingSetMiB: workingSetMiB, watchdogStall: stallAllocations,
                                    loadAverageAtEnd: MachineDescription.current().loadAverage)
+        report.unwindPaths = unwindPaths
         report.printTables()
         if let json {
             let encoder = JSONEncoder()
@@ -239,6 +241,25 @@ func parseList(_ s: String) -> [Double]? {
     return parts.compactMap { $0 }
 }
 
+extension SamplerReport {
+    /// The handler's time by the path its walk takes: what unwinding through code without frame
+    /// pointers costs beside frame records, at the same depth, in the same run.
+    func printUnwindPaths() {
+        guard !unwindPaths.isEmpty else { return }
+        let f = Fmt.f, pad = Fmt.pad
+        print("")
+        print("UNWIND PATHS (timer ring, 4 ms on the CPU clock, depth \(depth); first round discarded; handler = its own thread CPU time)")
+        print(pad("path", 32) + pad("samples", 9) + pad("handler µs p50/p99", 20) + pad("frames p50", 12)
+              + pad("table frames p50", 18) + pad("whole stacks", 14) + "caller above frameless code")
+        for p in unwindPaths {
+            print(pad(p.path, 32) + pad("\(p.samples)", 9)
+                  + pad("\(f(p.handlerP50Microseconds, 2))/\(f(p.handlerP99Microseconds, 2))", 20)
+                  + pad(f(p.framesMedian, 0), 12) + pad(f(p.tableFramesMedian, 0), 18)
+                  + pad("\(f(p.wholeShare * 100, 0)) %", 14) + "\(f(p.callerReachedShare * 100, 0)) %")
+        }
+    }
+}
+
 /// Everything `bench sampler` measured.
 struct SamplerReport: Codable {
     var machine: MachineDescription
@@ -260,6 +281,8 @@ struct SamplerReport: Codable {
     var workingSetMiB: Int = 0
     var watchdogStall: WatchdogStallAllocations?
     var loadAverageAtEnd: String = ""
+    /// The handler's time by walk path (frame records; unwind tables through frameless code).
+    var unwindPaths: [UnwindPathFigures] = []
     /// One verdict per goal of the project (OverheadGoals), keyed by goal.
     var goals: [String: GoalVerdict] = [:]
 
@@ -280,6 +303,7 @@ struct SamplerReport: Codable {
 
     func printTables() {
         let f = Fmt.f, s = Fmt.s, pad = Fmt.pad
+        printUnwindPaths()
         print("")
         print("COST (throughput: same-round off phase; stolen per sample: [gap] enclosing gap − typical iteration, [tail] gap end − handler start (lower bound), [excess] old on−off method)")
         print(pad("mode", 22) + pad("samples/s", 10) + pad("thr. loss %", 24) + pad("[gap] stolen µs p50/p99", 24)

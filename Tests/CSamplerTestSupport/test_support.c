@@ -309,12 +309,22 @@ int sw_test_blocked_scan_ghost(uint64_t *got, uint32_t *got_count, uint64_t *exp
     sp[6] = rec1;  sp[7] = r[2];    // the first live record (rec0)
     sp[20] = rec2; sp[21] = r[3];
     sp[40] = 0;    sp[41] = r[4];   // outermost
-    sw_thread_syscall_t sc = {.nr = 230, .sp = (uint64_t)(uintptr_t)sp, .pc = r[5]};
+    // The PC lies in generated code (an anonymous executable page): no unwind table describes it,
+    // so the walk falls back to the checked scan for frame records, which must skip the ghost.
+    // (Code with a table is walked by its rows instead: the crafted words above would not match.)
+    void *code = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (code == MAP_FAILED) {
+        munmap(stack, size);
+        return -errno;
+    }
+    uint64_t pc = (uint64_t)(uintptr_t)code + 64;
+    sw_thread_syscall_t sc = {.nr = 230, .sp = (uint64_t)(uintptr_t)sp, .pc = pc};
     sw_stack_t out;
     int rc = sw_capture_blocked(0, &sc, SW_MAX_FRAMES, &out);
     munmap(stack, size);
+    munmap(code, 4096);
     if (rc != 0) return rc;
-    uint64_t want[] = {r[5], r[0], r[1], r[2], r[3], r[4]};
+    uint64_t want[] = {pc, r[0], r[1], r[2], r[3], r[4]};
     *expected_count = sizeof want / sizeof want[0];
     memcpy(expected, want, sizeof want);
     *got_count = out.count < 16 ? out.count : 16;

@@ -158,7 +158,7 @@ static int frame_index(const sw_stack_t *st, const char *name) {
 
 static void describe(const sw_stack_t *st, char *buf, size_t cap) {
     size_t n = (size_t)snprintf(buf, cap, "%u frames:", st->count);
-    for (uint32_t i = 0; i < st->count && i < 8 && n < cap; i++) {
+    for (uint32_t i = 0; i < st->count && i < 12 && n < cap; i++) {
         n += (size_t)snprintf(buf + n, cap - n, " %s", frame_name(st, i));
     }
 }
@@ -335,18 +335,52 @@ static void check_syscall_tables(void) {
     check(bad == 0 && n > 20, "syscall numbers in the Swift tables are " SW_ARCH_NAME "'s", detail);
 }
 
+// A comparator spinning inside glibc's qsort, which Debian builds without frame pointers: the walk
+// must go through qsort's own frames by their unwind tables to reach cross_qsort_caller.
+int cross_cmp_spin(const void *a, const void *b);
+int cross_cmp_spin(const void *a, const void *b) {
+    while (!atomic_load(&g_stop)) __asm__ volatile("");
+    return *(const int *)a - *(const int *)b;
+}
+
+__attribute__((noinline)) void cross_qsort_caller(void) {
+    int v[64];
+    for (int i = 0; i < 64; i++) v[i] = 64 - i;
+    qsort(v, 64, sizeof v[0], cross_cmp_spin);
+    __asm__ volatile("");
+}
+
+static void check_through_libc(int32_t tid) {
+    static sw_stack_t st;
+    char detail[512];
+    int rc = sw_capture(tid, SW_UNWIND_FRAME_POINTER, 64, 2000000000LL, &st);
+    if (rc != 0) {
+        snprintf(detail, sizeof detail, "sw_capture returned %d", rc);
+        check(0, "through libc's qsort (no frame pointers) by its unwind table", detail);
+        return;
+    }
+    describe(&st, detail, sizeof detail);
+    size_t n = strlen(detail);
+    snprintf(detail + n, sizeof detail - n, " (table frames %u, end %u)", st.table_frames, st.stop_reason);
+    check(has_in_order(&st, "cross_cmp_spin", "qsort_r") && has_in_order(&st, "qsort_r", "cross_qsort_caller") && frame_index(&st, "target_main") > 0 &&
+              st.table_frames > 0,
+          "through libc's qsort (no frame pointers) by its unwind table", detail);
+}
+
 // A thread blocked in read() on a pipe, inside cross_blocked_inner <- cross_blocked_outer.
 static int g_pipe[2];
 static _Atomic uint64_t g_blocked_sp, g_blocked_pc;
 
 __attribute__((noinline)) void cross_blocked_inner(void) {
-    uint64_t sp;
+    uint64_t sp, pc;
+    // A PC and SP from the same point of the body, after the prologue, as the kernel would report
+    // them for a call made from here: the unwind table's row at that PC matches that SP.
 #if defined(__x86_64__)
-    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+    __asm__ volatile("mov %%rsp, %0\n\tlea 0(%%rip), %1" : "=r"(sp), "=r"(pc));
 #elif defined(__aarch64__)
-    __asm__ volatile("mov %0, sp" : "=r"(sp));
+    __asm__ volatile("mov %0, sp\n\tadr %1, ." : "=r"(sp), "=r"(pc));
 #endif
-    atomic_store(&g_blocked_pc, (uint64_t)(uintptr_t)cross_blocked_inner);
+    atomic_store(&g_blocked_pc, pc);
     atomic_store(&g_blocked_sp, sp);
     char c;
     if (read(g_pipe[0], &c, 1) < 0) perror("read");
@@ -427,6 +461,9 @@ int main(int argc, char **argv) {
     target_t stale;
     check_stale_lr(start_target(&stale, cross_stale_lr));
 
+    target_t sorting;
+    check_through_libc(start_target(&sorting, cross_qsort_caller));
+
     check_call_decoding();
     check_syscall_tables();
     check_blocked(emulated);
@@ -435,6 +472,7 @@ int main(int argc, char **argv) {
     pthread_join(spin.thread, NULL);
     pthread_join(leaf.thread, NULL);
     pthread_join(stale.thread, NULL);
+    pthread_join(sorting.thread, NULL);
 
     sw_sampler_stats_t stats;
     sw_sampler_stats(&stats);

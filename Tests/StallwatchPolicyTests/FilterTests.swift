@@ -67,6 +67,15 @@ import Testing
         #expect(filter.evaluate(StackSignature(rootFirst: [7, 8]), round: 2, now: at(ms: 0)) == .report(ReportCounters(filteredSinceLastReport: 2)))
     }
 
+    @Test func aShortStackWhoseWalkStoppedEarlyIsReportedNotTrivial() {
+        var filter = StallFilter(configuration: configuration())
+        // One frame, but the walk failed (code without unwind information): not trivial.
+        #expect(filter.evaluate(StackSignature(rootFirst: [7]), round: 0, now: at(ms: 0), stackWhole: false).shouldReport)
+        // The same frame from a walk that reached the thread's first frame is trivial.
+        var other = StallFilter(configuration: configuration())
+        #expect(other.evaluate(StackSignature(rootFirst: [7]), round: 0, now: at(ms: 0), stackWhole: true) == .filtered(.trivialStack))
+    }
+
     @Test func samePCsDifferentButSameFunctionsAnneal() {
         var filter = StallFilter(configuration: configuration())
         let first = StackSignature(sample: StackSample(frames: [FrameKey(pc: 0x1010, functionStart: 0x1000), FrameKey(pc: 0x2222, functionStart: 0x2000)]))

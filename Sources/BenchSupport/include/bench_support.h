@@ -54,6 +54,14 @@ void bench_timer_floor_stop(int timer);
 /// (CLOCK_MONOTONIC ns) and `tids`; sets `*count`; returns the number to read from next time.
 uint64_t bench_timer_floor_read(uint64_t from, uint64_t *times, int32_t *tids, uint64_t max, uint64_t *count);
 
+/// Spins on the calling thread at `depth` frames of this (frame-pointer) code until *stop becomes
+/// non-zero, counting iterations into *progress. The frame-pointer path of a stack walk.
+void bench_spin_fp(int depth, const volatile int *stop, volatile uint64_t *progress);
+
+/// The same, with the spin inside a qsort comparator: glibc's qsort_r and msort_with_tmp (built
+/// without frame pointers) are two frames in the middle that only unwind tables describe.
+void bench_spin_in_qsort(int depth, const volatile int *stop, volatile uint64_t *progress);
+
 /// Resident set size of the process in bytes (from /proc/self/statm), 0 when unreadable.
 uint64_t bench_rss_bytes(void);
 

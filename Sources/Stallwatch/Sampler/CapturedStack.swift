@@ -10,9 +10,13 @@ public struct CapturedStack: Sendable, Hashable, Codable {
     public var frames: [UInt]
     /// The unwinder that produced the frames.
     public var unwinder: Unwinder
-    /// `true` when the walk stopped early: the frame limit, a link that failed a check, the end of
-    /// the copied stack, or unknown stack bounds.
+    /// `true` when the walk stopped before the thread's first frame; ``walkEnd`` says why.
     public var truncated: Bool
+    /// Why the walk ended; `nil` for a stack decoded from an older encoding.
+    public var walkEnd: StackEnd?
+    /// Frames found through unwind tables (`.eh_frame`: code built without frame pointers, and the
+    /// interrupted frame itself) rather than frame records.
+    public var tableFrames: Int = 0
     /// `false` when the thread's stack bounds were unknown, so only the program counter was taken.
     public var stackBoundsKnown: Bool
     /// The interrupted stack pointer.
@@ -55,7 +59,13 @@ public struct CapturedStack: Sendable, Hashable, Codable {
             latency: .nanoseconds(Int64(clamping: raw.pointee.latency_ns))
         )
         self.leafCallerRecovered = raw.pointee.leaf_caller_recovered != 0
+        self.walkEnd = StackEnd(c: raw.pointee.stop_reason)
+        self.tableFrames = Int(raw.pointee.table_frames)
     }
+
+    /// `true` when the walk is known to have reached the thread's first frame. A stack whose walk
+    /// failed is never taken for a short, meaningless one.
+    public var isWhole: Bool { walkEnd?.isWhole ?? !truncated }
 
     /// The frames that identify a stall: without the leaf PC and without a recovered leaf caller.
     /// Where a CPU-bound loop's PC lands (in the loop, or in a frameless helper it calls, whose

@@ -344,7 +344,8 @@ final class WatchdogEngine {
         let signature = stallIdentity.depth > 1 ? stallIdentity : StackSignature(dominantPathOf: tree)
         if m.reportedSignatures.contains(where: { signature.isSameStall(as: $0) }) { return }
         // No stack at all is no reason for silence: the cause and the duration are evidence.
-        let decision = m.filter.evaluate(signature, round: m.stallRound, now: now, stackRequired: tree.sampleCount > 0)
+        let decision = m.filter.evaluate(signature, round: m.stallRound, now: now, stackRequired: tree.sampleCount > 0,
+                                         stackWhole: m.samples.allSatisfy(\.isWhole))
         guard case .report(let counters) = decision else {
             if case .filtered(let reason) = decision {
                 emit(.filtered(loop: m.source.name, reason: reason))

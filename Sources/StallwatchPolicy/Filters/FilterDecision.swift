@@ -1,6 +1,7 @@
 /// Why a stall report was not written.
 public enum FilterReason: Equatable, Sendable {
-    /// The blamed stack has at most one frame, which says nothing about the cause.
+    /// The blamed stack, walked to the thread's first frame, has at most one frame: it says
+    /// nothing about the cause. (A walk that stopped early is never trivial.)
     case trivialStack
     /// The same stack was reported recently; the next report may come at `nextAllowedRound`.
     case annealing(nextAllowedRound: Int)

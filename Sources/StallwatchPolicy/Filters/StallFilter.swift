@@ -16,10 +16,13 @@ public struct StallFilter: Sendable {
     /// Decides whether a stall whose blamed path is `signature` may be reported in check
     /// `round` at `now`. With `stackRequired` false (no stack could be taken at all, e.g. the
     /// sampling signal was taken over), a stall without a stack is still reported: its cause and
-    /// duration are evidence enough, and silence would hide it.
+    /// duration are evidence enough, and silence would hide it. With `stackWhole` false (a walk
+    /// stopped before the thread's first frame: code without unwind information, a bad link), a
+    /// short stack says nothing about the stall and it is reported with what is known: only a
+    /// stack walked to its root can be trivial.
     public mutating func evaluate(_ signature: StackSignature, round: Int, now: MonotonicInstant,
-                                  stackRequired: Bool = true) -> FilterDecision {
-        guard signature.depth > 1 || !stackRequired else {
+                                  stackRequired: Bool = true, stackWhole: Bool = true) -> FilterDecision {
+        guard signature.depth > 1 || !stackRequired || !stackWhole else {
             filteredSinceLastReport += 1
             return .filtered(.trivialStack)
         }

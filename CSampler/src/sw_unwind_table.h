@@ -1,0 +1,71 @@
+// Unwind tables (.eh_frame) read in the signal handler: where code built without frame pointers
+// (Debian's libc, libcrypto, libz, libsqlite3) keeps its return address and the caller's frame
+// pointer. Internal to CSampler.
+#ifndef SW_UNWIND_TABLE_H
+#define SW_UNWIND_TABLE_H
+
+#include <stdint.h>
+
+// Register numbers in DWARF's numbering for this architecture (the ABI's, as .eh_frame uses them).
+#if defined(__x86_64__)
+#define SW_DWARF_SP 7
+#define SW_DWARF_FP 6
+#define SW_DWARF_RA 16
+#elif defined(__aarch64__)
+#define SW_DWARF_SP 31
+#define SW_DWARF_FP 29
+#define SW_DWARF_RA 30
+#endif
+
+/// How a register of the caller is recovered (the subset of DWARF rules a walk needs).
+enum {
+    SW_RULE_SAME = 0,       ///< unchanged by this frame
+    SW_RULE_UNDEFINED = 1,  ///< no value: for the return address, the outermost frame
+    SW_RULE_AT_CFA = 2,     ///< saved at CFA + offset
+    SW_RULE_IS_CFA = 3,     ///< the value is CFA + offset
+    SW_RULE_UNSUPPORTED = 4 ///< an expression or another register: not followed
+};
+
+/// The unwind rule that holds at one PC.
+typedef struct sw_cfi_row {
+    uint8_t cfa_reg;        ///< SW_DWARF_SP or SW_DWARF_FP (anything else: SW_CFI_UNSUPPORTED)
+    uint8_t fp_rule, ra_rule;
+    int64_t cfa_off, fp_off, ra_off;
+} sw_cfi_row_t;
+
+/// Results of sw_cfi_find_row.
+enum {
+    SW_CFI_OK = 0,
+    SW_CFI_NO_MODULE = 1,      ///< the address is in no loaded object
+    SW_CFI_NO_INFO = 2,        ///< the object has no .eh_frame_hdr, or no FDE covers the address
+    SW_CFI_UNSUPPORTED = 3,    ///< the rule uses an expression, another CFA register, or is malformed
+};
+
+/// The row of the unwind table that applies at `pc`. `pc` is the interrupted PC of frame 0, or a
+/// return address minus one for outer frames (so a call at the end of a function finds its own FDE).
+/// Finds the object with _dl_find_object (lock-free, current after dlclose: never the loader lock)
+/// and reads its .eh_frame_hdr search table and .eh_frame in place. Bounded: at most
+/// SW_CFI_MAX_OPS instructions interpreted. async-signal-safe.
+int sw_cfi_find_row(uint64_t pc, sw_cfi_row_t *row);
+
+/// Most CFA instructions interpreted for one row: a bound on the handler's time.
+#define SW_CFI_MAX_OPS 512
+
+/// Share of sampled FDEs whose CFA is the frame pointer, in per mille, for the object whose
+/// .eh_frame_hdr is at `hdr` (outside handlers: classifying a module). -1 when unreadable.
+int sw_cfi_fp_share(uint64_t hdr, uint32_t sample);
+
+// ---- modules (unwind_modules.c) ----------------------------------------------------------------
+
+/// Rebuilds the table of loaded objects and whether each keeps frame pointers. Takes the loader
+/// lock (dl_iterate_phdr): never from a handler, never while threads are parked.
+int sw_modules_rebuild(void);
+
+/// 1 when the code at `pc` belongs to an object that keeps frame pointers, 0 when it does not or
+/// is not in the table (then the unwind table is used: slower, still right). async-signal-safe.
+int sw_module_keeps_fp(uint64_t pc);
+
+/// Walks that met code in no known module since start (a rebuild is due). async-signal-safe.
+uint64_t sw_modules_unknown_count(void);
+
+#endif

@@ -1,0 +1,404 @@
+// The unwind-table row for one PC, read from the object's .eh_frame_hdr search table and its
+// .eh_frame CIE/FDE, as the compiler wrote them: enough of DWARF's call-frame instructions to
+// recover the CFA, the return address and the frame pointer, which is all a stack walk needs.
+//
+// Runs in the signal handler: no allocation, no lock, no system call. The object is found with
+// _dl_find_object (glibc >= 2.35, documented async-signal-safe, lock-free), never dl_iterate_phdr,
+// which takes the loader lock a handler can land inside (a real deadlock, seen with libunwind).
+// Its tables are read in place: the object holds the PC being unwound, so it is mapped.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "sw_unwind_table.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <string.h>
+
+// DWARF pointer encodings.
+enum {
+    PE_ABSPTR = 0x00, PE_ULEB = 0x01, PE_UDATA2 = 0x02, PE_UDATA4 = 0x03, PE_UDATA8 = 0x04,
+    PE_SLEB = 0x09, PE_SDATA2 = 0x0a, PE_SDATA4 = 0x0b, PE_SDATA8 = 0x0c,
+    PE_PCREL = 0x10, PE_DATAREL = 0x30, PE_INDIRECT = 0x80, PE_OMIT = 0xff,
+};
+
+// A bounded reader over [p, end): every read checks the bound, so a malformed table stops the
+// parse instead of running off.
+typedef struct cursor {
+    const uint8_t *p, *end;
+    int bad;
+} cursor_t;
+
+static uint64_t rd_uleb(cursor_t *c) {
+    uint64_t v = 0;
+    for (unsigned shift = 0; c->p < c->end && shift < 64; shift += 7) {
+        uint8_t b = *c->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) return v;
+    }
+    c->bad = 1;
+    return 0;
+}
+
+static int64_t rd_sleb(cursor_t *c) {
+    int64_t v = 0;
+    unsigned shift = 0;
+    for (; c->p < c->end && shift < 64;) {
+        uint8_t b = *c->p++;
+        v |= (int64_t)((uint64_t)(b & 0x7f) << shift);
+        shift += 7;
+        if (!(b & 0x80)) {
+            if (shift < 64 && (b & 0x40)) v |= -((int64_t)1 << shift);
+            return v;
+        }
+    }
+    c->bad = 1;
+    return 0;
+}
+
+static uint64_t rd_fixed(cursor_t *c, unsigned n) {
+    if (c->end - c->p < (ptrdiff_t)n) {
+        c->bad = 1;
+        return 0;
+    }
+    uint64_t v = 0;
+    memcpy(&v, c->p, n); // little-endian on both supported architectures
+    c->p += n;
+    return v;
+}
+
+// An encoded pointer. `datarel` is the base for DW_EH_PE_datarel (the .eh_frame_hdr address).
+static uint64_t rd_encoded(cursor_t *c, uint8_t enc, uint64_t datarel) {
+    if (enc == PE_OMIT) return 0;
+    uint64_t field = (uint64_t)(uintptr_t)c->p, v;
+    switch (enc & 0x0f) {
+    case PE_ABSPTR: v = rd_fixed(c, 8); break;
+    case PE_ULEB: v = rd_uleb(c); break;
+    case PE_UDATA2: v = rd_fixed(c, 2); break;
+    case PE_UDATA4: v = rd_fixed(c, 4); break;
+    case PE_UDATA8: v = rd_fixed(c, 8); break;
+    case PE_SLEB: v = (uint64_t)rd_sleb(c); break;
+    case PE_SDATA2: v = (uint64_t)(int64_t)(int16_t)rd_fixed(c, 2); break;
+    case PE_SDATA4: v = (uint64_t)(int64_t)(int32_t)rd_fixed(c, 4); break;
+    case PE_SDATA8: v = rd_fixed(c, 8); break;
+    default: c->bad = 1; return 0;
+    }
+    switch (enc & 0x70) {
+    case 0: break;
+    case PE_PCREL: v += field; break;
+    case PE_DATAREL: v += datarel; break;
+    default: c->bad = 1; return 0; // textrel/funcrel/aligned: not emitted for .eh_frame on Linux
+    }
+    if (enc & PE_INDIRECT) c->bad = 1; // would read a data pointer: not used for code ranges
+    return v;
+}
+
+// Size of the fixed part of an encoding (for a pc_range, which has the format but no application).
+static uint64_t rd_range(cursor_t *c, uint8_t enc) {
+    return rd_encoded(c, (uint8_t)(enc & 0x0f), 0);
+}
+
+typedef struct cie {
+    uint64_t code_align;
+    int64_t data_align;
+    uint64_t ra_reg;
+    uint8_t fde_enc;
+    const uint8_t *insns, *insns_end;
+} cie_t;
+
+static int parse_cie(const uint8_t *at, cie_t *out) {
+    uint32_t len32;
+    memcpy(&len32, at, 4);
+    if (len32 == 0 || len32 == 0xffffffffu) return 0; // a terminator, or 64-bit DWARF (not in .eh_frame)
+    cursor_t c = {at + 4, at + 4 + len32, 0};
+    if (rd_fixed(&c, 4) != 0) return 0; // not a CIE
+    uint8_t version = (uint8_t)rd_fixed(&c, 1);
+    if (version != 1 && version != 3) return 0;
+    const char *aug = (const char *)c.p;
+    while (c.p < c.end && *c.p != 0) c.p++; // no strnlen: sanitizers intercept it
+    if (c.p == c.end) return 0;
+    c.p++;
+    if (aug[0] == 'e' && aug[1] == 'h') rd_fixed(&c, 8);
+    out->code_align = rd_uleb(&c);
+    out->data_align = rd_sleb(&c);
+    out->ra_reg = version == 1 ? rd_fixed(&c, 1) : rd_uleb(&c);
+    out->fde_enc = PE_ABSPTR;
+    if (aug[0] == 'z') {
+        uint64_t n = rd_uleb(&c);
+        if (c.bad || n > (uint64_t)(c.end - c.p)) return 0;
+        const uint8_t *aug_end = c.p + n;
+        for (const char *a = aug + 1; *a != 0 && !c.bad; a++) {
+            if (*a == 'R') out->fde_enc = (uint8_t)rd_fixed(&c, 1);
+            else if (*a == 'L') rd_fixed(&c, 1);
+            else if (*a == 'P') {
+                uint8_t enc = (uint8_t)rd_fixed(&c, 1);
+                // The personality pointer is skipped, never followed: its size is all we need.
+                cursor_t skip = c;
+                rd_encoded(&skip, (uint8_t)(enc & 0x7f), 0);
+                c.p = skip.p;
+                c.bad |= skip.bad;
+            } else if (*a == 'S' || *a == 'B' || *a == 'G') {
+                // signal frame / aarch64 BTI / memory tagging: no data
+            } else {
+                break; // unknown: the length lets us skip the rest
+            }
+        }
+        c.p = aug_end;
+    } else if (aug[0] != 0) {
+        return 0; // an augmentation without 'z' cannot be skipped safely
+    }
+    if (c.bad || out->code_align == 0) return 0;
+    out->insns = c.p;
+    out->insns_end = c.end;
+    return 1;
+}
+
+typedef struct rules {
+    uint8_t cfa_reg;
+    int64_t cfa_off;
+    uint8_t fp_rule, ra_rule;
+    int64_t fp_off, ra_off;
+    uint8_t cfa_unsupported;
+    uint8_t ever_fp; // the CFA was the frame pointer at some point (classification only)
+} rules_t;
+
+#define SW_CFI_STATE_DEPTH 4
+
+// Applies the rule of a register operation to the two registers a walk follows.
+static void set_rule(rules_t *r, const cie_t *cie, uint64_t reg, uint8_t rule, int64_t off) {
+    if (reg == SW_DWARF_FP) {
+        r->fp_rule = rule;
+        r->fp_off = off;
+    }
+    if (reg == cie->ra_reg) {
+        r->ra_rule = rule;
+        r->ra_off = off;
+    }
+}
+
+// Runs call-frame instructions [p, end) while the location stays <= target. Returns 0 when
+// malformed. `initial` holds the CIE's rules for DW_CFA_restore.
+static int run(const uint8_t *p, const uint8_t *end, const cie_t *cie, uint64_t loc, uint64_t target,
+               rules_t *r, const rules_t *initial, int *ops) {
+    cursor_t c = {p, end, 0};
+    rules_t saved[SW_CFI_STATE_DEPTH];
+    int depth = 0;
+    while (c.p < c.end && !c.bad) {
+        if (++*ops > SW_CFI_MAX_OPS) return 0;
+        uint8_t op = *c.p++;
+        uint8_t hi = op & 0xc0, lo = op & 0x3f;
+        uint64_t reg, delta = 0;
+        int64_t off;
+        if (hi == 0x40) { // advance_loc
+            delta = lo;
+        } else if (hi == 0x80) { // offset
+            off = (int64_t)rd_uleb(&c) * cie->data_align;
+            set_rule(r, cie, lo, SW_RULE_AT_CFA, off);
+            continue;
+        } else if (hi == 0xc0) { // restore
+            if (lo == SW_DWARF_FP) { r->fp_rule = initial->fp_rule; r->fp_off = initial->fp_off; }
+            if (lo == cie->ra_reg) { r->ra_rule = initial->ra_rule; r->ra_off = initial->ra_off; }
+            continue;
+        } else {
+            switch (op) {
+            case 0x00: continue; // nop
+            case 0x01: return 0; // set_loc: not emitted by GCC/clang for .eh_frame
+            case 0x02: delta = rd_fixed(&c, 1); break;
+            case 0x03: delta = rd_fixed(&c, 2); break;
+            case 0x04: delta = rd_fixed(&c, 4); break;
+            case 0x05: // offset_extended
+                reg = rd_uleb(&c);
+                off = (int64_t)rd_uleb(&c) * cie->data_align;
+                set_rule(r, cie, reg, SW_RULE_AT_CFA, off);
+                continue;
+            case 0x06: // restore_extended
+                reg = rd_uleb(&c);
+                if (reg == SW_DWARF_FP) { r->fp_rule = initial->fp_rule; r->fp_off = initial->fp_off; }
+                if (reg == cie->ra_reg) { r->ra_rule = initial->ra_rule; r->ra_off = initial->ra_off; }
+                continue;
+            case 0x07: set_rule(r, cie, rd_uleb(&c), SW_RULE_UNDEFINED, 0); continue;
+            case 0x08: set_rule(r, cie, rd_uleb(&c), SW_RULE_SAME, 0); continue;
+            case 0x09: // register: the value lives in another register, which a walk does not track
+                reg = rd_uleb(&c);
+                rd_uleb(&c);
+                set_rule(r, cie, reg, SW_RULE_UNSUPPORTED, 0);
+                continue;
+            case 0x0a:
+                if (depth == SW_CFI_STATE_DEPTH) return 0;
+                saved[depth++] = *r;
+                continue;
+            case 0x0b:
+                if (depth == 0) return 0;
+                {
+                    // The whole row, the CFA included (GCC's and LLVM's unwinders do the same, and
+                    // compilers rely on it around an epilogue in the middle of a function).
+                    uint8_t ever_fp = r->ever_fp;
+                    *r = saved[--depth];
+                    r->ever_fp = ever_fp;
+                }
+                continue;
+            case 0x0c: // def_cfa
+                r->cfa_reg = (uint8_t)rd_uleb(&c);
+                r->cfa_off = (int64_t)rd_uleb(&c);
+                r->cfa_unsupported = 0;
+                r->ever_fp |= r->cfa_reg == SW_DWARF_FP;
+                continue;
+            case 0x0d:
+                r->cfa_reg = (uint8_t)rd_uleb(&c);
+                r->cfa_unsupported = 0;
+                r->ever_fp |= r->cfa_reg == SW_DWARF_FP;
+                continue;
+            case 0x0e: r->cfa_off = (int64_t)rd_uleb(&c); continue;
+            case 0x0f: { // def_cfa_expression (PLT entries): not evaluated
+                uint64_t n = rd_uleb(&c);
+                if (n > (uint64_t)(c.end - c.p)) return 0;
+                c.p += n;
+                r->cfa_unsupported = 1;
+                continue;
+            }
+            case 0x10: case 0x16: { // expression, val_expression
+                reg = rd_uleb(&c);
+                uint64_t n = rd_uleb(&c);
+                if (c.bad || n > (uint64_t)(c.end - c.p)) return 0;
+                c.p += n;
+                set_rule(r, cie, reg, SW_RULE_UNSUPPORTED, 0);
+                continue;
+            }
+            case 0x11: // offset_extended_sf
+                reg = rd_uleb(&c);
+                off = rd_sleb(&c) * cie->data_align;
+                set_rule(r, cie, reg, SW_RULE_AT_CFA, off);
+                continue;
+            case 0x12: // def_cfa_sf
+                r->cfa_reg = (uint8_t)rd_uleb(&c);
+                r->cfa_off = rd_sleb(&c) * cie->data_align;
+                r->cfa_unsupported = 0;
+                r->ever_fp |= r->cfa_reg == SW_DWARF_FP;
+                continue;
+            case 0x13: r->cfa_off = rd_sleb(&c) * cie->data_align; continue;
+            case 0x14: // val_offset
+                reg = rd_uleb(&c);
+                off = (int64_t)rd_uleb(&c) * cie->data_align;
+                set_rule(r, cie, reg, SW_RULE_IS_CFA, off);
+                continue;
+            case 0x15:
+                reg = rd_uleb(&c);
+                off = rd_sleb(&c) * cie->data_align;
+                set_rule(r, cie, reg, SW_RULE_IS_CFA, off);
+                continue;
+            case 0x2d: continue; // GNU_window_save / AARCH64_negate_ra_state: the walk strips PAC bits
+            case 0x2e: rd_uleb(&c); continue; // GNU_args_size
+            case 0x2f: // GNU_negative_offset_extended
+                reg = rd_uleb(&c);
+                off = -(int64_t)rd_uleb(&c) * cie->data_align;
+                set_rule(r, cie, reg, SW_RULE_AT_CFA, off);
+                continue;
+            default: return 0;
+            }
+        }
+        loc += delta * cie->code_align;
+        if (loc > target) return 1;
+    }
+    return !c.bad;
+}
+
+// The FDE covering `pc` through the binary-search table of .eh_frame_hdr, or NULL.
+static const uint8_t *find_fde(uint64_t hdr, uint64_t pc) {
+    const uint8_t *h = (const uint8_t *)(uintptr_t)hdr;
+    // version 1; eh_frame_ptr; fde_count (udata4); table of datarel sdata4 pairs, sorted.
+    if (h[0] != 1 || h[2] != PE_UDATA4 || h[3] != (PE_DATAREL | PE_SDATA4)) return NULL;
+    uint8_t ptr_enc = h[1] & 0x0f;
+    if (ptr_enc != PE_SDATA4 && ptr_enc != PE_UDATA4) return NULL;
+    uint32_t n;
+    memcpy(&n, h + 8, 4);
+    const int32_t *table = (const int32_t *)(uintptr_t)(hdr + 12);
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) { // last entry whose initial location is <= pc
+        uint32_t mid = lo + (hi - lo) / 2;
+        int32_t start;
+        memcpy(&start, &table[2 * mid], 4);
+        if (hdr + (uint64_t)(int64_t)start <= pc) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == 0) return NULL;
+    int32_t fde;
+    memcpy(&fde, &table[2 * (lo - 1) + 1], 4);
+    return (const uint8_t *)(uintptr_t)(hdr + (uint64_t)(int64_t)fde);
+}
+
+// Parses the FDE at `fde` and its CIE; fills the rules at `target` (or, with target UINT64_MAX,
+// follows every instruction). Returns SW_CFI_* and the FDE's range start in *start.
+static int rules_at(const uint8_t *fde, uint64_t target, int check_range, rules_t *r) {
+    uint32_t len32;
+    memcpy(&len32, fde, 4);
+    if (len32 == 0 || len32 == 0xffffffffu) return SW_CFI_NO_INFO;
+    cursor_t c = {fde + 4, fde + 4 + len32, 0};
+    uint32_t cie_ptr = (uint32_t)rd_fixed(&c, 4);
+    if (cie_ptr == 0) return SW_CFI_NO_INFO; // a CIE, not an FDE
+    cie_t cie;
+    if (!parse_cie(fde + 4 - cie_ptr, &cie)) return SW_CFI_UNSUPPORTED;
+    uint64_t start = rd_encoded(&c, cie.fde_enc, 0);
+    uint64_t range = rd_range(&c, cie.fde_enc);
+    if (c.bad) return SW_CFI_UNSUPPORTED;
+    if (check_range && (target < start || target - start >= range)) return SW_CFI_NO_INFO;
+    // Augmentation data ('z' CIEs; every CIE GCC and clang emit for .eh_frame has one).
+    uint64_t aug = rd_uleb(&c);
+    if (c.bad || aug > (uint64_t)(c.end - c.p)) return SW_CFI_UNSUPPORTED;
+    c.p += aug;
+    memset(r, 0, sizeof *r);
+    r->ra_rule = SW_RULE_SAME;
+    r->fp_rule = SW_RULE_SAME;
+    int ops = 0;
+    if (!run(cie.insns, cie.insns_end, &cie, start, UINT64_MAX, r, r, &ops)) return SW_CFI_UNSUPPORTED;
+    rules_t initial = *r;
+    if (!run(c.p, c.end, &cie, start, target, r, &initial, &ops)) return SW_CFI_UNSUPPORTED;
+    return SW_CFI_OK;
+}
+
+// async-signal-safe: _dl_find_object and reads of the object's own read-only tables.
+int sw_cfi_find_row(uint64_t pc, sw_cfi_row_t *row) {
+    struct dl_find_object fo;
+    if (_dl_find_object((void *)(uintptr_t)pc, &fo) != 0) return SW_CFI_NO_MODULE;
+    if (fo.dlfo_eh_frame == NULL) return SW_CFI_NO_INFO;
+    const uint8_t *fde = find_fde((uint64_t)(uintptr_t)fo.dlfo_eh_frame, pc);
+    if (fde == NULL || (uint64_t)(uintptr_t)fde < (uint64_t)(uintptr_t)fo.dlfo_map_start ||
+        (uint64_t)(uintptr_t)fde >= (uint64_t)(uintptr_t)fo.dlfo_map_end) {
+        return SW_CFI_NO_INFO;
+    }
+    rules_t r;
+    int rc = rules_at(fde, pc, 1, &r);
+    if (rc != SW_CFI_OK) return rc;
+    if (r.cfa_unsupported || (r.cfa_reg != SW_DWARF_SP && r.cfa_reg != SW_DWARF_FP)) return SW_CFI_UNSUPPORTED;
+    row->cfa_reg = r.cfa_reg;
+    row->cfa_off = r.cfa_off;
+    row->fp_rule = r.fp_rule;
+    row->fp_off = r.fp_off;
+    row->ra_rule = r.ra_rule;
+    row->ra_off = r.ra_off;
+    return SW_CFI_OK;
+}
+
+// Outside handlers. A function built with frame pointers makes the frame pointer its CFA once
+// its prologue has run; code built without them keeps the CFA on SP. The share of FDEs that do
+// the former at some point of the function (its epilogue gives SP back) tells the two kinds apart (measured: Swift-built code and the Swift
+// runtime well above half, Debian's C libraries a few per cent).
+int sw_cfi_fp_share(uint64_t hdr, uint32_t sample) {
+    const uint8_t *h = (const uint8_t *)(uintptr_t)hdr;
+    if (h[0] != 1 || h[2] != PE_UDATA4 || h[3] != (PE_DATAREL | PE_SDATA4)) return -1;
+    uint32_t n;
+    memcpy(&n, h + 8, 4);
+    if (n == 0) return -1;
+    const int32_t *table = (const int32_t *)(uintptr_t)(hdr + 12);
+    uint32_t step = n > sample && sample > 0 ? n / sample : 1, seen = 0, fp = 0;
+    for (uint32_t i = 0; i < n; i += step) {
+        int32_t off;
+        memcpy(&off, &table[2 * i + 1], 4);
+        rules_t r;
+        if (rules_at((const uint8_t *)(uintptr_t)(hdr + (uint64_t)(int64_t)off), UINT64_MAX, 0, &r) != SW_CFI_OK) {
+            continue;
+        }
+        seen++;
+        if (r.ever_fp) fp++;
+    }
+    return seen == 0 ? -1 : (int)(fp * 1000 / seen);
+}

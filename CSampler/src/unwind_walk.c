@@ -1,0 +1,154 @@
+// The stack walk: frame records where the code keeps frame pointers (a nanosecond a frame), the
+// unwind table (.eh_frame) where it does not — Debian's libc, libcrypto, libz, libsqlite3 — and
+// for the interrupted frame itself, whose prologue, epilogue or frameless leaf no frame record
+// describes. Shared by the signal handler (live stack) and the blocked-thread path (a copy).
+#include "sw_internal.h"
+#include "sw_unwind_table.h"
+
+#include <string.h>
+
+#define SW_ASYNC_FP_BIT (1ULL << 60)
+
+// SW_RAW_STACK_READER, async-signal-safe: reads only inside [lo, hi), from the copy when there is one.
+SW_RAW_STACK_READER static inline int stack_word(const sw_walk_mem_t *m, uint64_t a, uint64_t *v) {
+    if (a < m->lo || a >= m->hi || m->hi - a < 8 || (a & 7) != 0) return 0;
+    if (m->copy != NULL) {
+        memcpy(v, m->copy + (a - m->base), 8);
+    } else {
+        *v = *(const volatile uint64_t *)(uintptr_t)a;
+    }
+    return 1;
+}
+
+// async-signal-safe: static tables, the object's unwind tables, and [mem->lo, mem->hi) only.
+SW_RAW_STACK_READER int sw_walk(const sw_walk_regs_t *regs, const sw_walk_mem_t *mem, int outer, uint64_t *out,
+                                uint32_t *count, uint32_t cap, sw_walk_result_t *res) {
+    uint64_t pc = regs->pc, sp = regs->sp, fp = regs->fp, lr = regs->lr;
+    int fp_known = regs->fp_known, lr_known = regs->lr_known;
+    uint32_t n = *count;
+    res->stop = SW_STOP_FRAME_LIMIT;
+    if (!outer) {
+        if (n >= cap) goto done;
+        out[n++] = pc;
+    }
+    for (;;) {
+        if (n >= cap) {
+            res->stop = SW_STOP_FRAME_LIMIT;
+            break;
+        }
+        // A return address points after its call: the call itself is one byte before.
+        uint64_t look = outer ? pc - 1 : pc;
+        uint64_t next_pc, next_sp, next_fp = 0;
+        int next_fp_known = 0;
+        if (outer && fp_known && sw_module_keeps_fp(look)) {
+            fp &= ~SW_ASYNC_FP_BIT;
+            if (fp == 0) {
+                res->stop = SW_STOP_ROOT; // the outermost frame record
+                break;
+            }
+            uint64_t saved_fp, ra;
+            if (fp < sp || (fp & 7) != 0) {
+                res->stop = SW_STOP_BAD_LINK;
+                break;
+            }
+            if (!stack_word(mem, fp, &saved_fp) || !stack_word(mem, fp + 8, &ra)) {
+                res->stop = SW_STOP_UNREADABLE;
+                break;
+            }
+            next_pc = sw_arch_code_address(ra);
+            if (next_pc == 0) {
+                res->stop = SW_STOP_ROOT;
+                break;
+            }
+            next_sp = fp + 16;
+            next_fp = saved_fp & ~SW_ASYNC_FP_BIT;
+            // A record that does not lead further up is not followed; the unwind table may still
+            // carry on from the caller, which needs no frame pointer.
+            next_fp_known = next_fp == 0 || next_fp > fp;
+            res->fp_frames++;
+        } else {
+            if (res->table_frames >= SW_WALK_MAX_TABLE_FRAMES) {
+                res->stop = SW_STOP_BUDGET;
+                break;
+            }
+            sw_cfi_row_t row;
+            int rc = sw_cfi_find_row(look, &row);
+            if (rc != SW_CFI_OK) {
+                if (!outer) {
+                    res->stop = SW_STOP_NO_ROW_AT_PC; // the caller falls back to frame records
+                    break;
+                }
+                if (rc == SW_CFI_NO_MODULE) {
+                    res->stop = SW_STOP_BAD_LINK; // not code of any loaded object
+                    break;
+                }
+                res->stop = SW_STOP_NO_UNWIND_INFO;
+                break;
+            }
+            uint64_t base;
+            if (row.cfa_reg == SW_DWARF_SP) {
+                base = sp;
+            } else if (fp_known) {
+                base = fp & ~SW_ASYNC_FP_BIT;
+            } else {
+                res->stop = SW_STOP_NEED_FP;
+                break;
+            }
+            uint64_t cfa = base + (uint64_t)row.cfa_off;
+            uint64_t ra = 0;
+            if (row.ra_rule == SW_RULE_UNDEFINED) {
+                res->stop = SW_STOP_ROOT; // the thread's or the process's entry point says so
+                break;
+            } else if (row.ra_rule == SW_RULE_AT_CFA) {
+                if (!stack_word(mem, cfa + (uint64_t)row.ra_off, &ra)) {
+                    res->stop = SW_STOP_UNREADABLE;
+                    break;
+                }
+            } else if (row.ra_rule == SW_RULE_SAME && lr_known) {
+                ra = lr; // arm64: a leaf, or a prologue that has not saved LR yet
+            } else {
+                res->stop = SW_STOP_NO_UNWIND_INFO;
+                break;
+            }
+            // The stack only grows back towards its top: a CFA below SP is a bad row or a bad SP.
+            // Equal is fine only when the return address came from a register (arm64 leaf).
+            if (cfa < sp || (cfa == sp && row.ra_rule == SW_RULE_AT_CFA)) {
+                res->stop = SW_STOP_BAD_LINK;
+                break;
+            }
+            next_pc = sw_arch_code_address(ra);
+            if (next_pc == 0) {
+                res->stop = SW_STOP_ROOT;
+                break;
+            }
+            if (!sw_maps_is_exec(next_pc)) {
+                res->stop = SW_STOP_BAD_LINK; // never a frame that is not code
+                break;
+            }
+            next_sp = cfa;
+            if (row.fp_rule == SW_RULE_AT_CFA) {
+                next_fp_known = stack_word(mem, cfa + (uint64_t)row.fp_off, &next_fp);
+            } else if (row.fp_rule == SW_RULE_SAME) {
+                next_fp = fp;
+                next_fp_known = fp_known;
+            } else if (row.fp_rule == SW_RULE_IS_CFA) {
+                next_fp = cfa + (uint64_t)row.fp_off;
+                next_fp_known = 1;
+            }
+            res->table_frames++;
+            if (!outer) res->frame0_by_table = 1;
+        }
+        out[n++] = next_pc;
+        pc = next_pc;
+        sp = next_sp;
+        fp = next_fp;
+        fp_known = next_fp_known;
+        lr_known = 0;
+        outer = 1;
+    }
+done:
+    *count = n;
+    res->pc = pc;
+    res->sp = sp;
+    return res->stop == SW_STOP_ROOT ? 0 : 1;
+}

@@ -1,0 +1,108 @@
+import BenchSupport
+import Foundation
+import Stallwatch
+import Synchronization
+
+/// The signal handler's time by the path its walk takes, in one run: frame records all the way,
+/// and the same depth with two frames in the middle that only unwind tables describe (glibc's
+/// qsort_r and msort_with_tmp, built without frame pointers). Runs alternate path by path.
+struct UnwindPathFigures: Codable {
+    var path: String
+    var samples: Int
+    var handlerP50Microseconds: Double
+    var handlerP99Microseconds: Double
+    var framesMedian: Double
+    var tableFramesMedian: Double
+    /// Share of samples walked to the thread's first frame.
+    var wholeShare: Double
+    /// Share of samples holding the caller above the frameless frames (the bench's own `descend`).
+    var callerReachedShare: Double
+}
+
+enum UnwindPath: String, CaseIterable {
+    case framePointers = "frame records only"
+    case unwindTable = "2 table frames in the middle"
+}
+
+func measureUnwindPaths(depth: Int, rounds: Int, seconds: Double) throws -> [UnwindPathFigures] {
+    let sampler = try StackSampler()
+    var handler: [UnwindPath: [Double]] = [:]
+    var frames: [UnwindPath: [Double]] = [:]
+    var tables: [UnwindPath: [Double]] = [:]
+    var whole: [UnwindPath: Int] = [:]
+    var reached: [UnwindPath: Int] = [:]
+    let symbolizer = Symbolizer()
+    for round in 0..<rounds {
+        let order = round % 2 == 0 ? UnwindPath.allCases : UnwindPath.allCases.reversed()
+        for path in order {
+            let stacks = try sampleSpinner(path: path, depth: depth, seconds: seconds, sampler: sampler)
+            if round == 0 { continue } // the first round pays first touches: discarded
+            for s in stacks {
+                handler[path, default: []].append(Double(s.handlerTime.clampedNanosecondsForBench) / 1000)
+                frames[path, default: []].append(Double(s.frames.count))
+                tables[path, default: []].append(Double(s.tableFrames))
+                if s.isWhole { whole[path, default: 0] += 1 }
+                // The caller of the frameless code: a frame of `descend` above qsort's frames.
+                let names = symbolizer.symbolize(s).map { $0.symbol ?? "" }
+                if let q = names.firstIndex(where: { $0.hasPrefix("qsort") || $0.hasPrefix("msort") }) {
+                    if names[q...].contains(where: { $0.contains("descend") }) { reached[path, default: 0] += 1 }
+                } else if names.contains(where: { $0.contains("descend") }) {
+                    reached[path, default: 0] += 1
+                }
+            }
+        }
+    }
+    return UnwindPath.allCases.map { path in
+        let h = handler[path] ?? []
+        return UnwindPathFigures(path: path.rawValue, samples: h.count,
+                                 handlerP50Microseconds: Stats.median(h), handlerP99Microseconds: Stats.percentile(h, 99),
+                                 framesMedian: Stats.median(frames[path] ?? []),
+                                 tableFramesMedian: Stats.median(tables[path] ?? []),
+                                 wholeShare: h.isEmpty ? 0 : Double(whole[path] ?? 0) / Double(h.count),
+                                 callerReachedShare: h.isEmpty ? 0 : Double(reached[path] ?? 0) / Double(h.count))
+    }
+}
+
+/// One spinning thread on `path`, sampled by a timer ring on its CPU clock for `seconds`.
+private func sampleSpinner(path: UnwindPath, depth: Int, seconds: Double, sampler: StackSampler) throws -> [CapturedStack] {
+    // The C spinner polls `stop` as a volatile int; both words outlive the thread (joined below).
+    let stop = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
+    let progress = UnsafeMutablePointer<UInt64>.allocate(capacity: 1)
+    defer { stop.deallocate(); progress.deallocate() }
+    stop.initialize(to: 0)
+    progress.initialize(to: 0)
+    let state = SpinnerState()
+    let words = (stop: UInt(bitPattern: stop), progress: UInt(bitPattern: progress))
+    let thread = Thread {
+        state.tid.store(ThreadID.current.rawValue, ordering: .releasing)
+        if let s = UnsafePointer<Int32>(bitPattern: words.stop), let p = UnsafeMutablePointer<UInt64>(bitPattern: words.progress) {
+            switch path {
+            case .framePointers: bench_spin_fp(Int32(depth), s, p)
+            case .unwindTable: bench_spin_in_qsort(Int32(depth), s, p)
+            }
+        }
+        state.done.store(true, ordering: .releasing)
+    }
+    thread.start()
+    while state.tid.load(ordering: .acquiring) == 0 { usleep(1000) }
+    let ring = try SamplingRing(sampler: sampler, thread: ThreadID(rawValue: state.tid.load(ordering: .acquiring)),
+                                interval: .milliseconds(4), capacity: 1024)
+    usleep(UInt32(seconds * 1_000_000))
+    let stacks = ring.drain()
+    ring.stop()
+    stop.pointee = 1
+    while !state.done.load(ordering: .acquiring) { usleep(1000) }
+    return stacks
+}
+
+private final class SpinnerState: Sendable {
+    let tid = Atomic<Int32>(0)
+    let done = Atomic<Bool>(false)
+}
+
+extension Duration {
+    var clampedNanosecondsForBench: Int64 {
+        let (s, a) = components
+        return s * 1_000_000_000 + a / 1_000_000_000
+    }
+}
