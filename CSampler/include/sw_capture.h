@@ -132,6 +132,13 @@ int sw_snapshot_release(void);
 int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_frames,
                        sw_stack_t *out);
 
+/// The stack of a *running* thread without a signal: the kernel samples it (perf_event_open, a
+/// task-clock event on that thread with its user registers and a copy of its user stack) and the
+/// walk runs on the copy. For threads that block the sampling signal. Waits at most `timeout_ns`
+/// for the thread to run (a sleeping thread gives SW_ERR_TIMED_OUT). -errno where the kernel
+/// refuses perf events (perf_event_paranoid, seccomp). Not for handlers.
+int sw_capture_perf(int32_t tid, uint32_t max_frames, int64_t timeout_ns, sw_stack_t *out);
+
 /// The calling thread's own stack (frame pointers), from the caller of this function outwards.
 /// Not for signal handlers. Returns 0 or SW_ERR_INVALID.
 int sw_capture_self(sw_stack_t *out, uint32_t max_frames);

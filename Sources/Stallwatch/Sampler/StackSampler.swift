@@ -76,14 +76,22 @@ public final class StackSampler: Sendable {
     ///
     /// A thread blocked in a system call is not signalled unless the configuration says so: its
     /// stack comes from ``captureBlockedStack(of:)``. Otherwise the thread is interrupted by the
-    /// signal and walked with `unwinder` (default: the configuration's).
+    /// signal and walked with `unwinder` (default: the configuration's). A running thread that
+    /// blocks the signal is sampled by the kernel instead (``perfCapture(_:timeout:)``); only where
+    /// that is refused too does ``SamplerError/signalBlocked(_:signal:)`` come back.
     public func captureStack(of thread: ThreadID, unwinder: Unwinder? = nil,
                              timeout: Duration? = nil) throws(SamplerError) -> CapturedStack {
         if !configuration.signalThreadsInSystemCalls {
             if let stack = try blockedStackIfBlocked(thread) { return stack }
         }
-        return try signalCapture(thread, unwinder: unwinder ?? configuration.unwinder,
-                                 timeout: timeout ?? configuration.timeout)
+        let timeout = timeout ?? configuration.timeout
+        do {
+            return try signalCapture(thread, unwinder: unwinder ?? configuration.unwinder, timeout: timeout)
+        } catch .signalBlocked(let t, let signal) {
+            if let stack = try? blockedStackIfBlocked(thread) { return stack }
+            guard let stack = try? perfCapture(thread, timeout: timeout) else { throw .signalBlocked(t, signal: signal) }
+            return stack
+        }
     }
 
     /// Captures the stack of `thread` with the signal, whatever it is doing.
@@ -98,6 +106,27 @@ public final class StackSampler: Sendable {
             if rc != 0 {
                 return .failure(SamplerError.from(code: rc, thread: thread, signal: configuration.signal,
                                                   timeout: timeout, operation: "capturing \(thread)"))
+            }
+            return .success(CapturedStack(raw))
+        }
+        return try result.get()
+    }
+
+    /// Captures the stack of a *running* thread without a signal: the kernel samples it (a
+    /// `perf_event_open` task-clock event on that thread with its registers and a copy of its user
+    /// stack) and the walk runs on the copy. For a thread that blocks the sampling signal, which
+    /// ``signalCapture(_:unwinder:timeout:)`` cannot reach. A thread that does not run within
+    /// `timeout` gives ``SamplerError/timedOut(_:after:)``; a kernel that refuses perf events
+    /// (`perf_event_paranoid` above 2, a container's seccomp profile) gives its error.
+    public func perfCapture(_ thread: ThreadID, timeout: Duration = .milliseconds(20)) throws(SamplerError) -> CapturedStack {
+        guard timeout > .zero else { throw .invalidArgument("timeout must be positive, got \(timeout)") }
+        let timeoutNs = timeout.clampedNanoseconds
+        let result: Result<CapturedStack, SamplerError> = withUnsafeTemporaryAllocation(of: sw_stack_t.self, capacity: 1) { buf in
+            guard let raw = buf.baseAddress else { return .failure(.busy) }
+            let rc = sw_capture_perf(thread.rawValue, UInt32(configuration.maxFrames), timeoutNs, raw)
+            if rc != 0 {
+                return .failure(SamplerError.from(code: rc, thread: thread, signal: configuration.signal,
+                                                  timeout: timeout, operation: "sampling \(thread) with a perf event"))
             }
             return .success(CapturedStack(raw))
         }

@@ -1,0 +1,151 @@
+// The stack of a running thread without a signal: the kernel samples it (perf_event_open, a
+// task-clock event on that one thread, user registers and a copy of its user stack) and the walk
+// runs here on the copy. For threads that block every signal — a signal-based capture cannot
+// reach them — and for threads where a signal must not land.
+//
+// Refused where perf_event_open is (perf_event_paranoid > 2, seccomp in containers): the caller
+// gets -errno and says so.
+#include "sw_internal.h"
+#include "sw_unwind_table.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// Bytes of user stack the kernel copies with the sample: the walk reads nothing beyond them.
+#define SW_PERF_STACK_BYTES (32u * 1024u)
+// Data pages of the ring: one sample (registers + stack copy) must fit whole.
+#define SW_PERF_DATA_PAGES 16u
+
+#if defined(__x86_64__)
+// perf's x86_64 register numbers (asm/perf_regs.h): BP 6, SP 7, IP 8.
+#define SW_PERF_REGS ((1ULL << 6) | (1ULL << 7) | (1ULL << 8))
+enum { SW_PERF_FP = 0, SW_PERF_SP = 1, SW_PERF_PC = 2, SW_PERF_NREGS = 3 };
+#elif defined(__aarch64__)
+// perf's arm64 register numbers: X29 29, LR 30, SP 31, PC 32.
+#define SW_PERF_REGS ((1ULL << 29) | (1ULL << 30) | (1ULL << 31) | (1ULL << 32))
+enum { SW_PERF_FP = 0, SW_PERF_LR = 1, SW_PERF_SP = 2, SW_PERF_PC = 3, SW_PERF_NREGS = 4 };
+#endif
+
+static int64_t perf_open(int32_t tid) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.sample_period = 1000000; // 1 ms of the thread's CPU time: a running thread answers at once
+    a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    a.sample_regs_user = SW_PERF_REGS;
+    a.sample_stack_user = SW_PERF_STACK_BYTES;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    a.disabled = 1;
+    a.wakeup_events = 1;
+    return syscall(SYS_perf_event_open, &a, (pid_t)tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+// Copies `n` bytes at ring offset `off` (the data area wraps).
+static void ring_copy(const uint8_t *data, uint64_t size, uint64_t off, void *dst, uint64_t n) {
+    uint8_t *d = dst;
+    for (uint64_t i = 0; i < n; i++) d[i] = data[(off + i) % size];
+}
+
+int sw_capture_perf(int32_t tid, uint32_t max_frames, int64_t timeout_ns, sw_stack_t *out) {
+    if (out == NULL || tid <= 0 || max_frames == 0 || timeout_ns <= 0) return SW_ERR_INVALID;
+    if (max_frames > SW_MAX_FRAMES) max_frames = SW_MAX_FRAMES;
+    memset(out, 0, offsetof(sw_stack_t, frames));
+    out->tid = tid;
+    out->unwinder = SW_UNWIND_FRAME_POINTER;
+    int64_t start = sw_now_ns(), deadline = start + timeout_ns;
+    int fd = (int)perf_open(tid);
+    if (fd < 0) return errno == ESRCH ? SW_ERR_THREAD_GONE : -errno;
+    long page = sysconf(_SC_PAGESIZE);
+    size_t len = (size_t)page * (1 + SW_PERF_DATA_PAGES);
+    uint8_t *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    struct perf_event_mmap_page *meta = (struct perf_event_mmap_page *)map;
+    const uint8_t *data = map + meta->data_offset;
+    uint64_t size = meta->data_size;
+    int rc = SW_ERR_TIMED_OUT;
+    ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+    uint64_t tail = 0;
+    while (rc == SW_ERR_TIMED_OUT) {
+        uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+        while (tail + sizeof(struct perf_event_header) <= head) {
+            struct perf_event_header h;
+            ring_copy(data, size, tail, &h, sizeof h);
+            if (h.size == 0) break;
+            if (h.type == PERF_RECORD_SAMPLE) {
+                // ip; regs_user: abi, regs[]; stack_user: size, bytes[size], dyn_size.
+                uint64_t at = tail + sizeof h, ip, abi, regs[SW_PERF_NREGS], stack_size, dyn;
+                ring_copy(data, size, at, &ip, 8);
+                ring_copy(data, size, at + 8, &abi, 8);
+                uint64_t after_regs = at + 16;
+                if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
+                    ring_copy(data, size, after_regs, regs, sizeof regs);
+                    after_regs += sizeof regs;
+                }
+                ring_copy(data, size, after_regs, &stack_size, 8);
+                if (abi == PERF_SAMPLE_REGS_ABI_NONE || stack_size == 0) {
+                    tail += h.size; // no user state in this one: wait for the next
+                    continue;
+                }
+                ring_copy(data, size, after_regs + 8 + stack_size, &dyn, 8);
+                if (dyn > stack_size) dyn = stack_size;
+                uint8_t *copy = malloc(SW_PERF_STACK_BYTES);
+                if (copy == NULL) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                ring_copy(data, size, after_regs + 8, copy, dyn);
+                uint64_t sp = regs[SW_PERF_SP];
+                sw_walk_regs_t wr = {.pc = regs[SW_PERF_PC], .sp = sp, .fp = regs[SW_PERF_FP], .fp_known = 1};
+#if defined(__aarch64__)
+                wr.lr = sw_arch_code_address(regs[SW_PERF_LR]);
+                wr.lr_known = 1;
+#endif
+                sw_walk_mem_t mem = {.lo = sp, .hi = sp + (dyn & ~7ULL), .copy = copy, .base = sp};
+                sw_walk_result_t res = {0};
+                out->count = 0;
+                out->sp = sp;
+                sw_walk(&wr, &mem, 0, out->frames, &out->count, max_frames, &res);
+                free(copy);
+                if (res.stop == SW_STOP_NO_ROW_AT_PC) {
+                    out->stop_reason = SW_STOP_NO_UNWIND_INFO; // generated code: its PC, said as such
+                } else {
+                    out->stop_reason = res.stop == SW_STOP_NEED_FP ? SW_STOP_BAD_LINK : res.stop;
+                }
+                out->table_frames = (uint8_t)(res.table_frames > 255 ? 255 : res.table_frames);
+                out->truncated = out->stop_reason != SW_STOP_ROOT;
+                out->stack_known = 1;
+                out->taken_at_ns = (uint64_t)sw_now_ns();
+                rc = 0;
+                break;
+            }
+            tail += h.size;
+        }
+        __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+        if (rc != SW_ERR_TIMED_OUT) break;
+        int64_t left = deadline - sw_now_ns();
+        if (left <= 0) break;
+        // A sleeping thread gains no CPU time and gives no sample: the deadline ends the wait.
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ms = (int)(left / 1000000) + 1;
+        poll(&p, 1, ms > 5 ? 5 : ms);
+    }
+    ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+    munmap(map, len);
+    close(fd);
+    out->latency_ns = (uint64_t)(sw_now_ns() - start);
+    return rc;
+}
