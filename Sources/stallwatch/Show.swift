@@ -28,7 +28,7 @@ struct Show: ParsableCommand {
         lines.append("started \(TextFormat.time(unixNanoseconds: r.startTimeUnixNanoseconds)), lasted \(TextFormat.milliseconds(r.durationNanoseconds)) (\(final); threshold \(TextFormat.milliseconds(r.thresholdNanoseconds)))")
         if let c = r.cause { lines.append("cause: \(c.kind.rawValue) — \(safe(c.evidence))") }
         lines.append("blamed: \(safe(r.blamedSummary()))")
-        let truncated = r.truncatedSampleCount > 0 ? "; \(r.truncatedSampleCount) cut at the frame limit, their outer frames missing" : ""
+        let truncated = r.truncatedSampleCount > 0 ? "; \(r.truncatedSampleCount) with outer frames missing\(Self.stackEndsText(r.stackEnds))" : ""
         lines.append("blamed stack (\(r.sampleCount) samples\(truncated); leaf first; [sys] = system code):")
         for f in r.blamedStack {
             lines.append("  \(String(format: "%4d", f.sampleCount))  \(frameText(f))")
@@ -61,6 +61,12 @@ struct Show: ParsableCommand {
 
     /// The whole name: the kernel keeps at most 15 bytes of a thread's name, and libdispatch keeps
     /// the tail of long queue labels, so a 15-byte name says it may be cut.
+    /// " (frameLimit 2, noUnwindInfo 1)": why the walks stopped early, in words a reader can look up.
+    static func stackEndsText(_ ends: [String: Int]?) -> String {
+        guard let ends, !ends.isEmpty else { return "" }
+        return " (" + ends.sorted { $0.key < $1.key }.map { "\(TerminalSafeText.escaped($0.key)) \($0.value)" }.joined(separator: ", ") + ")"
+    }
+
     static func threadText(_ t: ThreadIdentity) -> String {
         let cut = t.name.utf8.count >= 15 ? " (the kernel keeps 15 bytes of a name)" : ""
         return "\(t.id) \"\(TerminalSafeText.escaped(t.name))\"\(cut)"

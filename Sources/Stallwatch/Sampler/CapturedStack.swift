@@ -63,6 +63,13 @@ public struct CapturedStack: Sendable, Hashable, Codable {
         self.tableFrames = Int(raw.pointee.table_frames)
     }
 
+    /// Samples whose walk ended early, counted by why; `nil` when every walk reached its root.
+    static func earlyEnds(of stacks: [CapturedStack]) -> [String: Int]? {
+        var ends: [String: Int] = [:]
+        for s in stacks where !s.isWhole { ends[(s.walkEnd ?? .badLink).name, default: 0] += 1 }
+        return ends.isEmpty ? nil : ends
+    }
+
     /// `true` when the walk is known to have reached the thread's first frame. A stack whose walk
     /// failed is never taken for a short, meaningless one.
     public var isWhole: Bool { walkEnd?.isWhole ?? !truncated }

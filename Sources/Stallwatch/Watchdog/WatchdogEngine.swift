@@ -377,7 +377,7 @@ final class WatchdogEngine {
             sequenceInStall: m.reportedThisStall ? m.followUps + 1 : 0,
             sampleCount: tree.sampleCount,
             blamedStack: ReportFrame.blamedStack(of: tree, describe: builder.describe),
-            truncatedSampleCount: m.samples.filter(\.truncated).count,
+            truncatedSampleCount: m.samples.filter { !$0.isWhole }.count,
             callTree: ReportCallTreeNode.flatten(tree, describe: builder.describe),
             otherThreads: facts.otherThreads?.filter { $0.thread.id != thread.rawValue },
             threadCount: facts.threads.count,
@@ -391,6 +391,7 @@ final class WatchdogEngine {
             counters: counters,
             watchdogLateness: lateness
         )
+        report.stackEnds = CapturedStack.earlyEnds(of: m.samples)
         if m.ring != nil { report.sampling = SamplingFacts(interval: sampling.interval, reason: sampling.reason) }
         if m.reportedThisStall {
             m.followUps += 1
@@ -446,7 +447,8 @@ final class WatchdogEngine {
             report.sampleCount = tree.sampleCount
             report.blamedStack = ReportFrame.blamedStack(of: tree, describe: builder.describe)
             report.callTree = ReportCallTreeNode.flatten(tree, describe: builder.describe)
-            report.truncatedSampleCount = m.stallSamples.filter(\.truncated).count
+            report.truncatedSampleCount = m.stallSamples.filter { !$0.isWhole }.count
+            report.stackEnds = CapturedStack.earlyEnds(of: m.stallSamples)
         }
         writer?.submit(report)
     }

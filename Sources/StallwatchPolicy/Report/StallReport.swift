@@ -90,9 +90,13 @@ public struct StallReport: Sendable, Equatable, Codable {
     public var sampleCount: Int
     /// The blamed stack, leaf first, each frame with its sample count.
     public var blamedStack: [ReportFrame]
-    /// Samples that hit the frame limit (``WatchdogConfiguration/maxFrames``): their outermost
-    /// frames are missing, so the call tree's roots are not the thread's entry for them.
+    /// Samples whose walk ended before the thread's first frame: their outermost frames are
+    /// missing, so the call tree's roots are not the thread's entry for them. ``stackEnds`` says why.
     public var truncatedSampleCount: Int
+    /// Why the walks of the ``truncatedSampleCount`` samples ended early, counted by reason
+    /// (`frameLimit`, `badLink`, `noUnwindInfo`, `unreadable`, `stackUnknown`, `timedOut`,
+    /// `budget`); absent when every walk reached the thread's first frame.
+    public var stackEnds: [String: Int]?
     /// The sampled call tree, flat: depth-first, each node after its parent (see
     /// ``ReportCallTreeNode``).
     public var callTree: [ReportCallTreeNode]
@@ -196,6 +200,7 @@ extension StallReport {
         sampleCount = try c.decode(Int.self, forKey: .sampleCount)
         blamedStack = try c.decode([ReportFrame].self, forKey: .blamedStack)
         truncatedSampleCount = try c.decodeIfPresent(Int.self, forKey: .truncatedSampleCount) ?? 0
+        stackEnds = try c.decodeIfPresent([String: Int].self, forKey: .stackEnds)
         callTree = version == 1
             ? NestedCallTreeNode.flatten(try c.decode([NestedCallTreeNode].self, forKey: .callTree))
             : try c.decode([ReportCallTreeNode].self, forKey: .callTree)
