@@ -23,13 +23,17 @@ __attribute__((constructor)) static void register_targets_fork_handler(void) {
 // shows the signal blocked for the handler's duration (the kernel masks it while it runs), so
 // "blocked" counts only when it stays so over three readings 200 µs apart.
 int sw_signal_blocked_by(int32_t tid, int signo) {
-    for (int attempt = 0; attempt < 3; attempt++) {
+    // A thread inside our handler blocks the signal for as long as the handler runs, and on a
+    // loaded machine it can be preempted there for milliseconds (seen at load 6 on 2 cores):
+    // only a mask that stays set over ~3 ms is the thread's own.
+    static const long pauses_ns[] = {200000, 1000000, 2000000};
+    for (int attempt = 0; attempt < 4; attempt++) {
         uint64_t mask = 0;
         int rc = sw_thread_sigblk(tid, &mask);
         if (rc == -ESRCH) return SW_ERR_THREAD_GONE;
         if (rc != 0 || (mask & (1ULL << (signo - 1))) == 0) return 0;
-        if (attempt < 2) {
-            struct timespec pause = {.tv_sec = 0, .tv_nsec = 200000};
+        if (attempt < 3) {
+            struct timespec pause = {.tv_sec = 0, .tv_nsec = pauses_ns[attempt]};
             nanosleep(&pause, NULL);
         }
     }

@@ -107,7 +107,7 @@ void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, ui
                      uint64_t *cached_lo, uint64_t *cached_hi);
 
 /// 1 when `tid` keeps `signo` blocked over a few readings, 0 when not, SW_ERR_THREAD_GONE.
-/// Not for handlers (reads /proc, sleeps up to 0.4 ms).
+/// Not for handlers (reads /proc, sleeps up to 3.2 ms).
 int sw_signal_blocked_by(int32_t tid, int signo);
 
 /// The ring handler (ring.c). async-signal-safe.

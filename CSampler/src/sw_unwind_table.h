@@ -65,6 +65,10 @@ int sw_modules_rebuild(void);
 /// is not in the table (then the unwind table is used: slower, still right). async-signal-safe.
 int sw_module_keeps_fp(uint64_t pc);
 
+/// 1 when the object holding `pc` keeps frame pointers, 0 when not, -1 when not in the table;
+/// for 0 and 1 also the executable segment's range, over which the answer holds. async-signal-safe.
+int sw_module_lookup(uint64_t pc, uint64_t *lo, uint64_t *hi);
+
 /// Walks that met code in no known module since start (a rebuild is due). async-signal-safe.
 uint64_t sw_modules_unknown_count(void);
 

@@ -100,10 +100,16 @@ int sw_modules_rebuild(void) {
 
 // async-signal-safe: reads static memory only; a rewrite in progress reads as "not known".
 int sw_module_keeps_fp(uint64_t pc) {
+    uint64_t lo, hi;
+    return sw_module_lookup(pc, &lo, &hi) == 1;
+}
+
+// async-signal-safe: as above, and the segment's range, so a walk can skip the next lookup.
+int sw_module_lookup(uint64_t pc, uint64_t *lo_out, uint64_t *hi_out) {
     uint64_t seq = atomic_load_explicit(&g_module_seq, memory_order_acquire);
-    if (seq & 1) return 0;
+    if (seq & 1) return -1;
     uint32_t lo = 0, hi = atomic_load_explicit(&g_module_count, memory_order_relaxed);
-    if (hi > SW_MAX_MODULES) return 0;
+    if (hi > SW_MAX_MODULES) return -1;
     int keeps = -1;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
@@ -112,14 +118,16 @@ int sw_module_keeps_fp(uint64_t pc) {
         else if (pc >= m->hi) lo = mid + 1;
         else {
             keeps = m->keeps_fp;
+            *lo_out = m->lo;
+            *hi_out = m->hi;
             break;
         }
     }
     atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&g_module_seq, memory_order_relaxed) != seq) return 0;
+    if (atomic_load_explicit(&g_module_seq, memory_order_relaxed) != seq) return -1;
     if (keeps < 0) {
         atomic_fetch_add_explicit(&g_unknown, 1, memory_order_relaxed);
-        return 0;
+        return -1;
     }
     return keeps;
 }

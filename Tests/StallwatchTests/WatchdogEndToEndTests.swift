@@ -376,7 +376,8 @@ struct WatchdogDeliveryTests {
         show.waitUntilExit()
         #expect(show.terminationStatus == 0)
         #expect(text.contains("stallwatchFixtureRecurse"), "\(text.prefix(600))")
-        #expect(text.contains("cut at the frame limit"))
+        #expect(text.contains("with outer frames missing (frameLimit "), "\(text.prefix(600))")
+        #expect(report.stackEnds?["frameLimit"] == report.truncatedSampleCount)
     }
 
     @Test("the stored report of a 2 s stall says about 2 s, and is final")
