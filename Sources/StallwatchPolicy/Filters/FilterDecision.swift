@@ -26,7 +26,7 @@ public struct ReportCounters: Equatable, Sendable, Codable {
     }
 }
 
-/// The outcome of ``StallFilter/evaluate(_:round:now:stackRequired:)``.
+/// The outcome of ``StallFilter/evaluate(_:round:now:stackRequired:stackWhole:)``.
 public enum FilterDecision: Equatable, Sendable {
     /// Write the report, attaching these counters.
     case report(ReportCounters)
