@@ -16,7 +16,7 @@ struct Show: ParsableCommand {
     func run() throws {
         for (i, path) in files.enumerated() {
             if i > 0 { print("") }
-            print(Self.render(try ReportInputs.load(path), allStacks: threads))
+            print(Self.render(LateSymbolization.named(try ReportInputs.load(path)), allStacks: threads))
         }
     }
 
@@ -59,14 +59,14 @@ struct Show: ParsableCommand {
         return lines.joined(separator: "\n")
     }
 
-    /// The whole name: the kernel keeps at most 15 bytes of a thread's name, and libdispatch keeps
-    /// the tail of long queue labels, so a 15-byte name says it may be cut.
     /// " (frameLimit 2, noUnwindInfo 1)": why the walks stopped early, in words a reader can look up.
     static func stackEndsText(_ ends: [String: Int]?) -> String {
         guard let ends, !ends.isEmpty else { return "" }
         return " (" + ends.sorted { $0.key < $1.key }.map { "\(TerminalSafeText.escaped($0.key)) \($0.value)" }.joined(separator: ", ") + ")"
     }
 
+    /// The whole name: the kernel keeps at most 15 bytes of a thread's name, and libdispatch keeps
+    /// the tail of long queue labels, so a 15-byte name says it may be cut.
     static func threadText(_ t: ThreadIdentity) -> String {
         let cut = t.name.utf8.count >= 15 ? " (the kernel keeps 15 bytes of a name)" : ""
         return "\(t.id) \"\(TerminalSafeText.escaped(t.name))\"\(cut)"

@@ -150,4 +150,29 @@ struct CommandLineTests {
         #expect(lines.count > 2 && lines[1].contains("Other.work()") && lines[2].contains("stallwatchFixtureLockWait"), "\(list.output)")
         #expect(lines.count > 2 && lines[2].contains(" 1  ") && lines[2].contains(path), "counted once, newest file: \(list.output)")
     }
+
+    @Test("show names frames the report left as module + offset, from the module's symbols by build id")
+    func lateSymbolization() throws {
+        let dir = try scratchDirectory("late")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var report = try LockStall.report.get()
+        // As if libc had had no symbols when the stall was written: module, offset and build id only.
+        var stripped: [String] = []
+        for i in report.blamedStack.indices where report.blamedStack[i].module?.contains("libc.so") == true {
+            if let name = report.blamedStack[i].symbol, report.blamedStack[i].buildID != nil { stripped.append(name) }
+            report.blamedStack[i].symbol = nil
+        }
+        try #require(!stripped.isEmpty, "the lock stall has libc frames: \(report.blamedStack.map(\.symbol))")
+        // And one frame whose build id no longer matches the file: never named from it.
+        var wrongID = report.blamedStack.first { $0.module?.contains("libc.so") == true }
+        wrongID?.buildID = "00ff"
+        if let wrongID { report.blamedStack.append(wrongID) }
+        let path = "\(dir)/stripped.json"
+        try JSONEncoder().encode(report).write(to: URL(fileURLWithPath: path))
+        let shown = try ExternalTool.stallwatch().run(["show", path])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        for name in stripped { #expect(shown.output.contains(name), "\(name) named again: \(shown.output)") }
+        #expect(shown.output.split(separator: "\n").last { $0.contains("libc.so.6+0x") } != nil,
+                "the frame with a foreign build id stays module + offset: \(shown.output)")
+    }
 }

@@ -6,7 +6,7 @@ import Glibc
 /// functions stay anonymous with it; the static symbol table names them. A file on disk is mapped
 /// read-only and stays mapped for the life of the table; an in-memory image (MiniDebugInfo's
 /// decompressed symbol file) is copied and owned.
-final class ELFSymbolTable: Sendable {
+package final class ELFSymbolTable: Sendable {
     private struct Symbol: Sendable {
         let value: UInt64
         let size: UInt64
@@ -24,7 +24,7 @@ final class ELFSymbolTable: Sendable {
     /// Lowest PT_LOAD virtual address (0 for most shared objects and PIEs).
     let lowestLoadAddress: UInt64
     /// The GNU build id (lowercase hex), which names the exact binary for symbolizing later.
-    let buildID: String?
+    package let buildID: String?
     /// `true` when the symbols come from `.symtab` (every function), `false` for `.dynsym` (exported only).
     let hasFullSymbolTable: Bool
     /// Where the `.gnu_debugdata` section (MiniDebugInfo: an xz-compressed ELF file holding a

@@ -3,19 +3,19 @@
 /// `-dbgsym` packages install); else MiniDebugInfo (`.gnu_debugdata`, an xz-compressed symbol
 /// file that Fedora and others embed); and always its `.dynsym`. Debian's libc has no `.symtab`,
 /// so without these its internal functions (`__lll_lock_wait`, `start_thread`) stay anonymous.
-final class ModuleSymbols: Sendable {
+package final class ModuleSymbols: Sendable {
     /// The module's own table: its load facts and build id, and `.dynsym` (or `.symtab`) names.
-    let primary: ELFSymbolTable
+    package let primary: ELFSymbolTable
     /// Fuller tables found elsewhere, searched first.
     private let extra: [ELFSymbolTable]
 
     /// Where debug files are looked up by build id.
-    static let defaultDebugDirectory = "/usr/lib/debug"
+    package static let defaultDebugDirectory = "/usr/lib/debug"
     /// The most MiniDebugInfo may inflate to: such sections hold a symbol table only, a few MiB.
     static let miniDebugInfoLimit = 64 << 20
 
     /// The symbols of the module at `path`; `nil` when it is not a readable ELF file.
-    init?(path: String, debugDirectory: String = ModuleSymbols.defaultDebugDirectory) {
+    package init?(path: String, debugDirectory: String = ModuleSymbols.defaultDebugDirectory) {
         guard let primary = ELFSymbolTable(path: path) else { return nil }
         self.primary = primary
         guard !primary.hasFullSymbolTable else {
@@ -36,7 +36,7 @@ final class ModuleSymbols: Sendable {
 
     /// The function containing `address` (in the file's own address space), from the fullest
     /// table that knows one.
-    func lookup(fileAddress address: UInt64) -> (name: String, start: UInt64)? {
+    package func lookup(fileAddress address: UInt64) -> (name: String, start: UInt64)? {
         for table in extra {
             if let hit = table.lookup(fileAddress: address) { return hit }
         }
