@@ -19,7 +19,7 @@ ALLOWED_EXTERNAL = {"clock_gettime", "syscall", "memcpy", "memset", "__errno_loc
                     # takes the loader lock a handler may have interrupted (the unwind-table walk).
                     "_dl_find_object"}
 # Functions allowed an indirect call, and why.
-INDIRECT_OK = {"chain": "calls the previously installed handler, as chaining requires"}
+INDIRECT_OK = {"sw_signal_chain": "calls the previously installed handler, as chaining requires"}
 
 func_re = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
 call_re = re.compile(r"\bcall\s+(\*?)(\S+)(?:\s+<([^>+]+)(\+0x[0-9a-f]+)?>)?")

@@ -83,10 +83,27 @@ SW_RAW_STACK_READER static inline void sw_copy_raw_words(void *dst, uint64_t src
 /// Answers the capture request `cookie` from inside the signal handler. async-signal-safe.
 void sw_capture_answer(uint64_t cookie, const void *ucv);
 
-/// The pid request signals are sent to and accepted from (refreshed in a forked child).
+// ---- the sampling signal (signal_owner.c: a leaf; signal_handler.c: the handler) ---------------
+#include <signal.h>
 #include <sys/types.h>
-pid_t sw_signal_owner_pid(void);
 
+typedef void (*sw_signal_handler_fn)(int, siginfo_t *, void *);
+
+/// The handler: dispatches our requests and ticks, chains the rest. async-signal-safe.
+void sw_signal_handler(int sig, siginfo_t *si, void *uc);
+
+/// Takes `signo` for `handler` after `prime` (run under the install lock, outside any handler)
+/// succeeded; an existing handler is kept for chaining unless `allow_chain` is 0.
+int sw_signal_own(int signo, int allow_chain, sw_signal_handler_fn handler, int (*prime)(void));
+/// SW_HANDLER_*: whether `handler` still holds the signal.
+int sw_signal_state(sw_signal_handler_fn handler);
+/// Installs `handler` again after somebody replaced it, chaining to theirs.
+int sw_signal_reclaim(sw_signal_handler_fn handler);
+/// Passes a signal that is not ours to the handler installed before. async-signal-safe.
+void sw_signal_chain(int sig, siginfo_t *si, void *uc);
+
+/// The pid request signals are sent to and accepted from (refreshed in a forked child).
+pid_t sw_signal_owner_pid(void);
 
 /// Signals passed on to the handler that was installed before ours.
 uint64_t sw_signal_chained_count(void);
