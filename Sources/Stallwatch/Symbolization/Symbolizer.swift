@@ -14,15 +14,31 @@ public final class Symbolizer: Sendable {
     public static let shared = Symbolizer()
 
     private let cache = Mutex<[UInt: SymbolizedFrame]>([:])
-    private let tables = Mutex<[String: ModuleSymbols?]>([:])
+    private let tables = Mutex<[String: ModuleSymbols]>([:])
+    /// Modules whose symbols could not be read, and when: tried again later — the
+    /// cause may pass (no file descriptor free, a file being replaced), and a failure remembered
+    /// for the life of the process would leave every later stall unnamed.
+    /// Retried after `retryAfter`.
+    private let failures = Mutex<[String: MonotonicInstant]>([:])
+    private let retryAfter: Duration
 
     /// Creates a symbolizer with an empty cache.
-    public init() {}
+    public init() {
+        retryAfter = .seconds(5)
+    }
+
+    /// For tests: how long a module whose symbols could not be read is left alone.
+    init(retryAfter: Duration) {
+        self.retryAfter = retryAfter
+    }
 
     /// Resolves one address.
     public func symbolize(_ address: UInt) -> SymbolizedFrame {
         if let hit = cache.withLock({ $0[address] }) { return hit }
-        let frame = resolve(address)
+        let (frame, complete) = resolve(address)
+        // A frame named without its module's table (it could not be read just now) is not kept:
+        // the next stall asks again.
+        guard complete else { return frame }
         cache.withLock { c in
             if c.count > 100_000 { c.removeAll(keepingCapacity: true) }
             c[address] = frame
@@ -48,10 +64,11 @@ public final class Symbolizer: Sendable {
         symbolize(stack).enumerated().map { i, f in "#\(i) \(f.formatted)" }.joined(separator: "\n")
     }
 
-    private func resolve(_ address: UInt) -> SymbolizedFrame {
+    /// The frame, and whether every source that should name it could be read.
+    private func resolve(_ address: UInt) -> (SymbolizedFrame, complete: Bool) {
         var info = sw_symbol_info_t()
         var frame = SymbolizedFrame(address: address)
-        guard sw_symbol_lookup(UInt64(address), &info) != 0 else { return frame }
+        guard sw_symbol_lookup(UInt64(address), &info) != 0 else { return (frame, true) }
         if let name = info.module_path { frame.module = String(cString: name) }
         if info.module_base != 0 { frame.moduleOffset = address &- UInt(info.module_base) }
         if let sname = info.symbol, info.symbol_address != 0 {
@@ -62,7 +79,8 @@ public final class Symbolizer: Sendable {
             frame.symbolOffset = address &- UInt(info.symbol_address)
         }
         // dladdr names only exported symbols; the static table also names internal functions.
-        if let path = frame.module, info.module_base != 0, let table = table(for: path) {
+        if let path = frame.module, info.module_base != 0 {
+            guard let table = table(for: path) else { return (frame, false) }
             frame.buildID = table.primary.buildID
             let bias = table.primary.isRelocatable ? UInt64(info.module_base) &- table.primary.lowestLoadAddress : 0
             let fileAddress = UInt64(address) &- bias
@@ -76,13 +94,19 @@ public final class Symbolizer: Sendable {
                 }
             }
         }
-        return frame
+        return (frame, true)
     }
 
     private func table(for path: String) -> ModuleSymbols? {
         if let known = tables.withLock({ $0[path] }) { return known }
-        let table = ModuleSymbols(path: path)
+        let now = MonotonicClock.now()
+        if let failed = failures.withLock({ $0[path] }), now - failed < retryAfter { return nil }
+        guard let table = ModuleSymbols(path: path) else {
+            failures.withLock { $0[path] = now }
+            return nil
+        }
         tables.withLock { $0[path] = table }
+        failures.withLock { _ = $0.removeValue(forKey: path) }
         return table
     }
 }
