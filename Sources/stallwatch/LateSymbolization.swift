@@ -19,9 +19,11 @@ enum LateSymbolization {
             let f = r.blamedStack[i]
             guard let module = f.module, let id = f.buildID, let offset = f.moduleOffset?.value,
                   let table = symbols(module, id) else { continue }
-            // A blamed frame's address is its function's start where it was known; a raw return
-            // address points after its call, which is one byte before.
-            let hit = table.lookup(fileAddress: offset) ?? (i > 0 && offset > 0 ? table.lookup(fileAddress: offset - 1) : nil)
+            // The offset is from the module's lowest mapping, which sits at the file's lowest load
+            // address. A blamed frame's address is its function's start where it was known; a raw
+            // return address points after its call, which is one byte before.
+            let at = offset &+ table.primary.lowestLoadAddress
+            let hit = table.lookup(fileAddress: at) ?? (i > 0 && at > 0 ? table.lookup(fileAddress: at - 1) : nil)
             if let hit { r.blamedStack[i].symbol = Demangler.demangle(hit.name) }
         }
         return r

@@ -22,7 +22,7 @@ package final class ELFSymbolTable: Sendable {
     /// `true` for position-independent files (ET_DYN): symbol values are relative to the load bias.
     let isRelocatable: Bool
     /// Lowest PT_LOAD virtual address (0 for most shared objects and PIEs).
-    let lowestLoadAddress: UInt64
+    package let lowestLoadAddress: UInt64
     /// The GNU build id (lowercase hex), which names the exact binary for symbolizing later.
     package let buildID: String?
     /// `true` when the symbols come from `.symtab` (every function), `false` for `.dynsym` (exported only).
