@@ -63,6 +63,7 @@ int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t
         s->unwinder = (uint8_t)unwinder;
         s->park = 0;
         atomic_store_explicit(&s->tid, tid, memory_order_relaxed);
+        sw_target_bounds_get(tid, &s->bounds);
         if (unwinder == SW_UNWIND_LIBUNWIND && (rc = sw_slot_ensure_copy(s)) != 0) {
             sw_slot_free(s, gen);
             return rc;
@@ -94,6 +95,7 @@ int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t
         }
         sw_capture_collect(s, tid, max_frames, 0, deadline, out);
         out->latency_ns = (uint64_t)(t_answer - t_sent);
+        if (out->stack_known) sw_target_bounds_put(tid, &s->bounds);
         sw_slot_free(s, gen);
         return 0;
     }

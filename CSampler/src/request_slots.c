@@ -127,18 +127,18 @@ static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc) {
     int64_t t0 = sw_now_ns();
     sw_stack_t *st = &sw_slot_payload(s)->stack;
     st->taken_at_ns = (uint64_t)t0;
-    sw_capture_fill(st, uc, (sw_unwinder_t)s->unwinder, s->max_frames, NULL, NULL);
+    sw_capture_fill(st, uc, (sw_unwinder_t)s->unwinder, s->max_frames, &s->bounds);
     if (s->unwinder == SW_UNWIND_LIBUNWIND) {
         sw_arch_unw_regs(uc, sw_slot_payload(s)->regs.r);
-        uint64_t sp = st->sp, lo = 0, hi = 0;
+        uint64_t sp = st->sp, lo = s->bounds.lo, end = s->bounds.end;
         s->copy_len = 0;
         s->copy_base = sp;
-        if (s->copy != NULL && !s->park && sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
+        // The bounds sw_capture_fill just checked (or found checked) for this SP: no system call.
+        if (s->copy != NULL && !s->park && st->stack_known && sp >= lo && sp < end) {
             // Include the red zone below SP (x86_64): the interrupted leaf may keep data there.
             uint64_t from = sp - SW_ARCH_RED_ZONE >= lo ? sp - SW_ARCH_RED_ZONE : lo;
-            uint64_t to = hi - from > SW_COPY_BYTES ? from + SW_COPY_BYTES : hi;
+            uint64_t to = end - from > SW_COPY_BYTES ? from + SW_COPY_BYTES : end;
             from &= ~7ULL;
-            to = sw_mapped_end(from, to); // the table may be older than the mapping
             sw_copy_raw_words(s->copy, from, (to - from) & ~7ULL);
             s->copy_base = from;
             s->copy_len = (to - from) & ~7ULL;

@@ -5,14 +5,45 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 #include <time.h>
 
 #define SW_TID_CACHE 256
 
 static _Atomic int32_t g_ok_tids[SW_TID_CACHE]; // threads seen not to block the signal
 
+// Checked stack bounds by thread, kept between requests so a handler asks the kernel once per
+// thread and map table, not once per capture. Requesters only (never a handler): a mutex.
+typedef struct bounds_entry {
+    int32_t tid;
+    sw_stack_bounds_t b;
+} bounds_entry_t;
+static bounds_entry_t g_bounds[SW_TID_CACHE];
+static pthread_mutex_t g_bounds_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void sw_target_bounds_get(int32_t tid, sw_stack_bounds_t *out) {
+    bounds_entry_t *e = &g_bounds[(uint32_t)tid % SW_TID_CACHE];
+    pthread_mutex_lock(&g_bounds_lock);
+    if (e->tid == tid) {
+        *out = e->b;
+    } else {
+        out->lo = out->end = out->gen = 0;
+    }
+    pthread_mutex_unlock(&g_bounds_lock);
+}
+
+void sw_target_bounds_put(int32_t tid, const sw_stack_bounds_t *b) {
+    bounds_entry_t *e = &g_bounds[(uint32_t)tid % SW_TID_CACHE];
+    pthread_mutex_lock(&g_bounds_lock);
+    e->tid = tid;
+    e->b = *b;
+    pthread_mutex_unlock(&g_bounds_lock);
+}
+
 static void targets_after_fork_in_child(void) {
     for (uint32_t i = 0; i < SW_TID_CACHE; i++) atomic_store(&g_ok_tids[i], 0);
+    pthread_mutex_init(&g_bounds_lock, NULL);
+    memset(g_bounds, 0, sizeof g_bounds);
 }
 
 __attribute__((constructor)) static void register_targets_fork_handler(void) {
@@ -25,8 +56,8 @@ __attribute__((constructor)) static void register_targets_fork_handler(void) {
 int sw_signal_blocked_by(int32_t tid, int signo) {
     // A thread inside our handler blocks the signal for as long as the handler runs, and on a
     // loaded machine it can be preempted there for milliseconds (seen at load 6 on 2 cores):
-    // only a mask that stays set over ~3 ms is the thread's own.
-    static const long pauses_ns[] = {200000, 1000000, 2000000};
+    // only a mask that stays set over ~6 ms is the thread's own.
+    static const long pauses_ns[] = {200000, 1000000, 5000000};
     for (int attempt = 0; attempt < 4; attempt++) {
         uint64_t mask = 0;
         int rc = sw_thread_sigblk(tid, &mask);
@@ -66,6 +97,8 @@ void sw_target_forget(int32_t tid) {
     uint32_t h = (uint32_t)tid % SW_TID_CACHE;
     int32_t expected = tid;
     atomic_compare_exchange_strong(&g_ok_tids[h], &expected, 0);
+    sw_stack_bounds_t none = {0, 0, 0};
+    sw_target_bounds_put(tid, &none); // a thread that is gone or silent: its bounds are checked again
 }
 
 int sw_request_validate(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t timeout_ns) {

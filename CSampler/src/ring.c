@@ -24,7 +24,7 @@ typedef struct sw_ring_state {
     int32_t tid;
     uint32_t capacity;
     uint32_t max_frames;
-    uint64_t stack_lo, stack_hi;   // the thread's stack mapping, learned on the first tick
+    sw_stack_bounds_t bounds;      // the thread's checked stack bounds, learned on the first tick
     timer_t timer;
     _Atomic uint64_t next;         // next sample number
     sw_ring_entry_t *entries;      // SW_RING_MAX_CAPACITY entries, mapped once, never unmapped
@@ -60,7 +60,7 @@ void sw_ring_on_signal(uint64_t cookie, const void *ucv) {
     atomic_store_explicit(&e->seq, 2 * n + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     int64_t t0 = sw_now_ns();
-    sw_capture_fill(&e->stack, ucv, SW_UNWIND_FRAME_POINTER, r->max_frames, &r->stack_lo, &r->stack_hi);
+    sw_capture_fill(&e->stack, ucv, SW_UNWIND_FRAME_POINTER, r->max_frames, &r->bounds);
     e->stack.tid = r->tid;
     e->stack.taken_at_ns = (uint64_t)t0;
     e->stack.handler_ns = (uint64_t)(sw_now_ns() - t0);
@@ -106,8 +106,9 @@ int sw_ring_start(int32_t tid, int64_t interval_ns, sw_ring_clock_t clock, uint3
     r->tid = tid;
     r->capacity = capacity;
     r->max_frames = max_frames;
-    r->stack_lo = 0;
-    r->stack_hi = 0;
+    r->bounds.lo = 0;
+    r->bounds.end = 0;
+    r->bounds.gen = 0;
     atomic_store(&r->next, 0);
     struct sigevent sev;
     memset(&sev, 0, sizeof sev);

@@ -20,9 +20,17 @@ uint64_t sw_readable_stack_end(uint64_t sp, uint64_t hi) {
     return sw_mapped_end(sp, want);
 }
 
-// async-signal-safe: reads only the context and the stack above SP, inside the mapping that holds it.
+static _Atomic uint64_t g_bounds_checks;
+
+uint64_t sw_stack_bounds_checks(void) {
+    return atomic_load_explicit(&g_bounds_checks, memory_order_relaxed);
+}
+
+// async-signal-safe: reads only the context and the stack above SP, inside the mapping that holds
+// it. The kernel is asked where that mapping ends only when the bounds are new for this thread or
+// the map table changed since they were checked; otherwise no system call.
 void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames,
-                     uint64_t *cached_lo, uint64_t *cached_hi) {
+                     sw_stack_bounds_t *bounds) {
     const ucontext_t *uc = ucv;
     uint64_t pc = sw_arch_pc(uc), sp = sw_arch_sp(uc);
     st->frames[0] = pc;
@@ -37,18 +45,24 @@ void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, ui
         st->stack_known = 1; // nothing to bound: the floor takes the PC only
         return;
     }
-    uint64_t lo = 0, hi = 0;
-    if (cached_lo != NULL && cached_hi != NULL && sp >= *cached_lo && sp < *cached_hi) {
-        // A live thread's own stack mapping does not move: skip the table lookup (cold cache
-        // lines in the table were most of this handler's time).
-        lo = *cached_lo;
-        hi = *cached_hi;
+    uint64_t gen = sw_maps_generation();
+    uint64_t lo = 0, hi = 0, end = 0;
+    if (bounds != NULL && bounds->gen == gen && sp >= bounds->lo && sp < bounds->end) {
+        // Checked for this thread under this map table: a live thread's stack does not shrink.
+        lo = bounds->lo;
+        end = bounds->end;
         st->stack_known = 1;
     } else {
         st->stack_known = (uint8_t)sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi);
-        if (st->stack_known && cached_lo != NULL && cached_hi != NULL) {
-            *cached_lo = lo;
-            *cached_hi = hi;
+        if (st->stack_known) {
+            end = sw_readable_stack_end(sp, hi);
+            atomic_fetch_add_explicit(&g_bounds_checks, 1, memory_order_relaxed);
+            if (end < hi && end - sp < SW_WALK_SPAN) atomic_fetch_add_explicit(&g_cut_at_unmapped, 1, memory_order_relaxed);
+            if (bounds != NULL) {
+                bounds->lo = lo;
+                bounds->end = end;
+                bounds->gen = gen;
+            }
         }
     }
     if (unwinder != SW_UNWIND_FRAME_POINTER) return;
@@ -57,7 +71,6 @@ void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, ui
         st->stop_reason = SW_STOP_STACK_UNKNOWN;
         return;
     }
-    uint64_t end = sw_readable_stack_end(sp, hi);
     // Frame records where the code keeps them, the unwind table where it does not, and the table
     // for the interrupted frame itself (a leaf, a prologue): exact where a guess was made before.
     sw_walk_regs_t regs = {.pc = pc, .sp = sp, .fp = sw_arch_fp(uc), .lr = sw_arch_lr(uc), .fp_known = 1,
@@ -85,7 +98,6 @@ void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, ui
         st->stop_reason = res.stop == SW_STOP_NEED_FP ? SW_STOP_BAD_LINK : res.stop;
         st->truncated = st->stop_reason != SW_STOP_ROOT;
     }
-    if (end < hi && end - sp < SW_WALK_SPAN) atomic_fetch_add_explicit(&g_cut_at_unmapped, 1, memory_order_relaxed);
 }
 
 uint64_t sw_stack_fill_cut_count(void) {

@@ -26,6 +26,9 @@ typedef struct sw_slot {
     int64_t park_deadline_ns;
     uint8_t *copy;                  // SW_COPY_BYTES, mapped by the requester on first use
     uint64_t copy_base, copy_len;
+    // The target's checked stack bounds: given by the requester from what an earlier answer of the
+    // same thread learned, updated by the handler, kept by the requester (request_targets.c).
+    sw_stack_bounds_t bounds;
 } sw_slot_t;
 
 // The answer's bulk lives apart from the slots: requesters scan every slot's state to find a free
@@ -69,6 +72,10 @@ int sw_request_validate(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames
 int sw_target_check_new(int32_t tid, int signo, int64_t deadline_ns);
 /// Forgets that `tid` was checked (it did not answer, or it is gone).
 void sw_target_forget(int32_t tid);
+/// The checked stack bounds an earlier answer of `tid` learned (zeros when none), and storing
+/// those a new answer learned. Not for handlers.
+void sw_target_bounds_get(int32_t tid, sw_stack_bounds_t *out);
+void sw_target_bounds_put(int32_t tid, const sw_stack_bounds_t *b);
 /// Why a thread did not answer: gone, blocking the signal, or just late.
 int sw_target_silence(int32_t tid, int signo);
 
