@@ -130,10 +130,10 @@ static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc) {
     sw_capture_fill(st, uc, (sw_unwinder_t)s->unwinder, s->max_frames, &s->bounds);
     if (s->unwinder == SW_UNWIND_LIBUNWIND) {
         sw_arch_unw_regs(uc, sw_slot_payload(s)->regs.r);
-        uint64_t sp = st->sp, lo = s->bounds.lo, end = s->bounds.end;
+        uint64_t sp = st->sp, lo = s->bounds.lo, end = s->bounds.readable;
         s->copy_len = 0;
         s->copy_base = sp;
-        // The bounds sw_capture_fill just checked (or found checked) for this SP: no system call.
+        // Where sw_capture_fill found the reads must stop for this SP: no second system call.
         if (s->copy != NULL && !s->park && st->stack_known && sp >= lo && sp < end) {
             // Include the red zone below SP (x86_64): the interrupted leaf may keep data there.
             uint64_t from = sp - SW_ARCH_RED_ZONE >= lo ? sp - SW_ARCH_RED_ZONE : lo;

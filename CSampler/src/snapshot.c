@@ -57,7 +57,7 @@ int sw_snapshot_hold(const int32_t *tids, size_t n, sw_unwinder_t unwinder, uint
         s->max_frames = max_frames;
         s->unwinder = (uint8_t)unwinder;
         s->park = 1;
-        s->bounds.lo = s->bounds.end = s->bounds.gen = 0; // a snapshot reads the map afresh
+        s->bounds.lo = s->bounds.end = s->bounds.gen = s->bounds.readable = 0; // a snapshot reads the map afresh
         atomic_store_explicit(&s->tid, tid, memory_order_relaxed);
         s->park_token = token;
         s->park_deadline_ns = park_deadline;

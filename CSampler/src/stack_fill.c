@@ -27,8 +27,11 @@ uint64_t sw_stack_bounds_checks(void) {
 }
 
 // async-signal-safe: reads only the context and the stack above SP, inside the mapping that holds
-// it. The kernel is asked where that mapping ends only when the bounds are new for this thread or
-// the map table changed since they were checked; otherwise no system call.
+// it. It runs on the interrupted thread itself, so the thread pointer is that thread's: glibc puts
+// the thread's descriptor at the top of its stack allocation (its own or one the program gave
+// pthread_create), and everything between SP and it belongs to the live thread, mapped until it
+// exits — reads are bounded there without asking the kernel. Only a stack that is not below its
+// thread pointer (the main thread, a coroutine's stack, a signal stack) is checked with the kernel.
 void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames,
                      sw_stack_bounds_t *bounds) {
     const ucontext_t *uc = ucv;
@@ -46,24 +49,31 @@ void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, ui
         return;
     }
     uint64_t gen = sw_maps_generation();
-    uint64_t lo = 0, hi = 0, end = 0;
+    uint64_t lo = 0, hi = 0;
     if (bounds != NULL && bounds->gen == gen && sp >= bounds->lo && sp < bounds->end) {
-        // Checked for this thread under this map table: a live thread's stack does not shrink.
+        // The table's answer for this thread, kept: its cold cache lines were most of a handler's time.
         lo = bounds->lo;
-        end = bounds->end;
+        hi = bounds->end;
         st->stack_known = 1;
     } else {
         st->stack_known = (uint8_t)sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi);
-        if (st->stack_known) {
+        if (st->stack_known && bounds != NULL) {
+            bounds->lo = lo;
+            bounds->end = hi;
+            bounds->gen = gen;
+        }
+    }
+    uint64_t end = 0;
+    if (st->stack_known) {
+        uint64_t tp = sw_arch_thread_pointer();
+        if (tp > sp && tp <= hi) {
+            end = tp - sp > SW_WALK_SPAN ? sp + SW_WALK_SPAN : tp;
+        } else {
             end = sw_readable_stack_end(sp, hi);
             atomic_fetch_add_explicit(&g_bounds_checks, 1, memory_order_relaxed);
             if (end < hi && end - sp < SW_WALK_SPAN) atomic_fetch_add_explicit(&g_cut_at_unmapped, 1, memory_order_relaxed);
-            if (bounds != NULL) {
-                bounds->lo = lo;
-                bounds->end = end;
-                bounds->gen = gen;
-            }
         }
+        if (bounds != NULL) bounds->readable = end;
     }
     if (unwinder != SW_UNWIND_FRAME_POINTER) return;
     if (!st->stack_known) {

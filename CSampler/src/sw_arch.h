@@ -38,6 +38,14 @@ static inline uint64_t sw_arch_lr(const ucontext_t *uc) {
     return 0;
 }
 
+/// The calling thread's thread pointer (FS base: glibc's thread descriptor, which sits at the top of
+/// the thread's own stack allocation, its stack below it). async-signal-safe: one load.
+static inline uint64_t sw_arch_thread_pointer(void) {
+    uint64_t tp;
+    __asm__("mov %%fs:0, %0" : "=r"(tp));
+    return tp;
+}
+
 /// A return address as code can be looked up: nothing to strip on x86_64. async-signal-safe.
 static inline uint64_t sw_arch_code_address(uint64_t a) { return a; }
 
@@ -95,6 +103,14 @@ static inline uint64_t sw_arch_pc(const ucontext_t *uc) { return (uint64_t)uc->u
 static inline uint64_t sw_arch_sp(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.sp; }
 static inline uint64_t sw_arch_fp(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.regs[29]; }
 static inline uint64_t sw_arch_lr(const ucontext_t *uc) { return (uint64_t)uc->uc_mcontext.regs[30]; }
+
+/// The calling thread's thread pointer (TPIDR_EL0: just above glibc's thread descriptor, which sits
+/// under the static TLS at the top of the thread's own stack allocation). async-signal-safe.
+static inline uint64_t sw_arch_thread_pointer(void) {
+    uint64_t tp;
+    __asm__("mrs %0, tpidr_el0" : "=r"(tp));
+    return tp;
+}
 
 /// Code built with pointer authentication (-mbranch-protection) signs saved return addresses in
 /// the bits above the 48-bit user address space; those bits are dropped before anything looks the

@@ -117,21 +117,20 @@ uint64_t sw_readable_stack_end(uint64_t sp, uint64_t hi);
 /// Captures whose walk stopped at a page unmapped since the table was read.
 uint64_t sw_stack_fill_cut_count(void);
 
-/// A thread's stack as a handler may read it: [lo, end) where end was checked with the kernel
-/// (mincore) once, outside the hot path's steady state, for the map table generation `gen`.
-/// A live thread's stack does not shrink under it, so until the table changes the check holds
-/// and the handler makes no system call.
+/// A thread's stack mapping as the map table gave it ([lo, end) for table generation `gen`), kept
+/// between captures of the same thread so the handler skips the table lookup, and `readable`: where
+/// the last capture's reads had to stop (the thread's own allocation, or what the kernel said).
 typedef struct sw_stack_bounds {
-    uint64_t lo, end, gen;
+    uint64_t lo, end, gen, readable;
 } sw_stack_bounds_t;
 
 /// Fills `st` from the interrupted context `ucv` (a ucontext_t): PC, SP, and for frame pointers the
-/// walk. `bounds` (may be NULL) remembers the thread's checked stack bounds between captures of the
-/// same thread: with them, no system call. async-signal-safe.
+/// walk. `bounds` (may be NULL) remembers the thread's stack mapping between captures of the same
+/// thread. No system call for a thread whose stack lies below its thread pointer. async-signal-safe.
 void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames,
                      sw_stack_bounds_t *bounds);
 
-/// Captures whose readable end was asked of the kernel (the bounds were new or the map changed).
+/// Captures whose readable end was asked of the kernel (a stack not below its thread pointer).
 uint64_t sw_stack_bounds_checks(void);
 
 /// 1 when `tid` keeps `signo` blocked over a few readings, 0 when not, SW_ERR_THREAD_GONE.

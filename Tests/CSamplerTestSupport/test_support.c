@@ -238,7 +238,8 @@ static void *stale_stack_thread(void *arg) {
     return NULL;
 }
 
-int sw_test_walk_into_unmapped(uint64_t *frames_after, uint64_t *libunwind_frames_after, uint64_t *ring_samples) {
+int sw_test_walk_into_unmapped(uint64_t *frames_after, uint64_t *libunwind_frames_after, uint64_t *ring_samples,
+                               uint32_t *stop_after) {
     const size_t half = 1u << 20;
     uint8_t *region = mmap(NULL, 2 * half, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (region == MAP_FAILED) return -errno;
@@ -269,6 +270,7 @@ int sw_test_walk_into_unmapped(uint64_t *frames_after, uint64_t *libunwind_frame
         munmap(region + half, half); // the mapping shrinks; the table still holds both halves
         rc = sw_capture(tid, SW_UNWIND_FRAME_POINTER, 64, 1000000000LL, &st);
         *frames_after = rc == 0 ? st.count : 0;
+        *stop_after = rc == 0 ? st.stop_reason : SW_STOP_ROOT;
         if (rc == 0) rc = sw_capture(tid, SW_UNWIND_LIBUNWIND, 64, 1000000000LL, &st);
         *libunwind_frames_after = rc == 0 ? st.count : 0;
         uint64_t before = sw_ring_taken(ring);

@@ -38,7 +38,8 @@ int sw_test_many_mappings(unsigned count, uint64_t *grown);
 /// behind the table's back and captures again (frame pointers, libunwind) and lets the ring tick
 /// 20 ms. Without fault-safe bounds the handler faults. Returns 0 or a negative error; the frames
 /// of the two late captures and the ring's late samples go to the out parameters.
-int sw_test_walk_into_unmapped(uint64_t *frames_after, uint64_t *libunwind_frames_after, uint64_t *ring_samples);
+int sw_test_walk_into_unmapped(uint64_t *frames_after, uint64_t *libunwind_frames_after, uint64_t *ring_samples,
+                               uint32_t *stop_after);
 
 /// Builds a fake stack on its own mapping — libc-style return addresses, a ghost frame record left
 /// by a returned call, then a live chain of three records — and scans it as a blocked thread's
