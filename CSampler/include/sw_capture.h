@@ -152,6 +152,9 @@ typedef struct sw_sampler_stats {
     uint64_t park_timeouts;  ///< parked threads that left on their own deadline
     uint64_t cut_at_unmapped; ///< walks stopped where the kernel said the stack's mapping now ends
     uint64_t unverified;     ///< bound checks the kernel refused to answer (seccomp): table bounds only
+    /// Captures whose stack bound was asked of the kernel (mincore) in the handler: only stacks not
+    /// below their thread pointer (the main thread, coroutine stacks); 0 for ordinary threads.
+    uint64_t kernel_bound_checks;
 } sw_sampler_stats_t;
 
 void sw_sampler_stats(sw_sampler_stats_t *out);

@@ -181,6 +181,7 @@ void sw_sampler_stats(sw_sampler_stats_t *out) {
     out->park_timeouts = atomic_load(&g_stat_park_timeouts);
     out->cut_at_unmapped = sw_stack_fill_cut_count();
     out->unverified = sw_mapped_unverified_count();
+    out->kernel_bound_checks = sw_stack_bounds_checks();
 }
 
 // ---- the requester's side ------------------------------------------------------------------

@@ -110,6 +110,8 @@ SW_RAW_STACK_READER int sw_walk(const sw_walk_regs_t *regs, const sw_walk_mem_t 
             if (row.ra_rule == SW_RULE_UNDEFINED) {
                 res->stop = SW_STOP_ROOT; // the thread's or the process's entry point says so
                 break;
+            } else if (row.ra_rule == SW_RULE_AT_CFA && cfa + (uint64_t)row.ra_off < sp && lr_known) {
+                ra = lr; // arm64 epilogue: LR was reloaded from a slot that is below SP now
             } else if (row.ra_rule == SW_RULE_AT_CFA) {
                 if (!stack_word(mem, cfa + (uint64_t)row.ra_off, &ra)) {
                     res->stop = SW_STOP_UNREADABLE;
@@ -137,7 +139,12 @@ SW_RAW_STACK_READER int sw_walk(const sw_walk_regs_t *regs, const sw_walk_mem_t 
                 break;
             }
             next_sp = cfa;
-            if (row.fp_rule == SW_RULE_AT_CFA) {
+            if (row.fp_rule == SW_RULE_AT_CFA && cfa + (uint64_t)row.fp_off < sp) {
+                // A slot below SP was popped already: an epilogue's `pop rbp` ran and the compiler
+                // did not say the register is restored (clang does not, before `ret`).
+                next_fp = fp;
+                next_fp_known = fp_known;
+            } else if (row.fp_rule == SW_RULE_AT_CFA) {
                 next_fp_known = stack_word(mem, cfa + (uint64_t)row.fp_off, &next_fp);
             } else if (row.fp_rule == SW_RULE_SAME) {
                 next_fp = fp;

@@ -26,6 +26,24 @@ struct SamplingRingTests {
         #expect(ring.taken == taken, "a stopped ring kept sampling")
     }
 
+    @Test("the ring's handler asks the kernel nothing for an ordinary thread's stack bounds")
+    func noSystemCallForBounds() throws {
+        let sampler = try StackSampler()
+        let worker = TestThread(name: "sw-ring-nosys") { t in _ = stallwatchFixtureAlpha(3, t) }
+        defer { worker.stopAndJoin() }
+        let tid = try #require(worker.tid)
+        let before = StackSampler.statistics.kernel_bound_checks
+        let ring = try SamplingRing(sampler: sampler, thread: tid, interval: .milliseconds(4), capacity: 256)
+        usleep(300_000)
+        ring.stop()
+        let samples = ring.drain()
+        #expect(!samples.isEmpty)
+        let broken = samples.filter { $0.walkEnd != .root }
+        #expect(broken.isEmpty, "\(broken.map { "\($0.walkEnd?.name ?? "-"): " + Symbolizer.shared.symbolize($0).map { ($0.symbol ?? "?") + "@" + String($0.moduleOffset ?? 0, radix: 16) }.joined(separator: " <- ") })")
+        // Bounded by the thread's own stack allocation (below its thread pointer): no mincore.
+        #expect(StackSampler.statistics.kernel_bound_checks == before, "\(samples.count) samples")
+    }
+
     @Test("a sleeping thread is not sampled and its sleep is not shortened")
     func sleepingThread() throws {
         let sampler = try StackSampler()
