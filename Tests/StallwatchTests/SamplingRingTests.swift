@@ -44,6 +44,23 @@ struct SamplingRingTests {
         #expect(StackSampler.statistics.kernel_bound_checks == before, "\(samples.count) samples")
     }
 
+    @Test("a thread busy in varied library code (JSON, strings, sorting, libc): every sample walked to its root")
+    func variedCodeWalksToTheRoot() throws {
+        let sampler = try StackSampler()
+        let worker = TestThread(name: "sw-ring-mixed") { t in
+            while !t.shouldStop { t.counter.add(stallwatchFixtureMixedWork(), ordering: .relaxed) }
+        }
+        defer { worker.stopAndJoin() }
+        let tid = try #require(worker.tid)
+        let ring = try SamplingRing(sampler: sampler, thread: tid, interval: .milliseconds(4), capacity: 1024)
+        usleep(1_000_000)
+        ring.stop()
+        let samples = ring.drain()
+        #expect(samples.count >= 20)
+        let broken = samples.filter { $0.walkEnd != .root }
+        #expect(broken.isEmpty, "\(broken.count) of \(samples.count): \(broken.prefix(5).map { "\($0.walkEnd?.name ?? "-"): " + Symbolizer.shared.symbolize($0).prefix(4).map { $0.symbol ?? (($0.module ?? "?") + "+" + String($0.moduleOffset ?? 0, radix: 16)) }.joined(separator: " <- ") })")
+    }
+
     @Test("a sleeping thread is not sampled and its sleep is not shortened")
     func sleepingThread() throws {
         let sampler = try StackSampler()
@@ -91,3 +108,25 @@ struct SamplingRingTests {
         }
     }
 }
+
+/// Work that passes through Foundation, the Swift runtime and libc, with and without frame pointers.
+@inline(never)
+func stallwatchFixtureMixedWork() -> Int {
+    struct Item: Codable { var name: String; var values: [Double] }
+    let items = (0..<200).map { Item(name: "item \($0)", values: [Double($0), 1.5, 2.5]) }
+    let data = (try? JSONEncoder().encode(items)) ?? Data()
+    let decoded = (try? JSONDecoder().decode([Item].self, from: data)) ?? []
+    var words = decoded.map(\.name).joined(separator: " ").split(separator: " ").map(String.init)
+    words.sort()
+    var numbers = (0..<2000).map { _ in UInt32.random(in: 0...UInt32.max) }
+    numbers.withUnsafeMutableBufferPointer { buf in
+        guard let base = buf.baseAddress else { return }
+        qsort(base, buf.count, MemoryLayout<UInt32>.size) { a, b in
+            let x = a!.load(as: UInt32.self), y = b!.load(as: UInt32.self)
+            return x < y ? -1 : (x > y ? 1 : 0)
+        }
+    }
+    let text = String(repeating: "abc", count: 500)
+    return words.count &+ Int(numbers[0] & 1) &+ text.utf8.count &+ (text.range(of: "cab") == nil ? 0 : 1)
+}
+
