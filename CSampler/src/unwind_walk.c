@@ -51,17 +51,20 @@ SW_RAW_STACK_READER int sw_walk(const sw_walk_regs_t *regs, const sw_walk_mem_t 
                 mod_hi = 0;
             }
         }
-        if (outer && fp_known && look >= mod_lo && look < mod_hi && mod_keeps == 1) {
+        int by_record = outer && fp_known && look >= mod_lo && look < mod_hi && mod_keeps == 1;
+        // A module that mostly keeps frame pointers may still hold functions that use the register
+        // for data (hand-written or foreign-compiled code linked in): a link that cannot be a frame
+        // record is handed to the unwind table for this one frame instead of ending the walk.
+        if (by_record && ((fp & ~SW_ASYNC_FP_BIT) != 0) &&
+            ((fp & ~SW_ASYNC_FP_BIT) < sp || (fp & 7) != 0))
+            by_record = 0;
+        if (by_record) {
             fp &= ~SW_ASYNC_FP_BIT;
             if (fp == 0) {
                 res->stop = SW_STOP_ROOT; // the outermost frame record
                 break;
             }
             uint64_t saved_fp, ra;
-            if (fp < sp || (fp & 7) != 0) {
-                res->stop = SW_STOP_BAD_LINK;
-                break;
-            }
             if (!stack_word(mem, fp, &saved_fp) || !stack_word(mem, fp + 8, &ra)) {
                 res->stop = SW_STOP_UNREADABLE;
                 break;
