@@ -219,6 +219,7 @@ func describe(_ stack: [ReportFrame]) -> String {
 /// library (or what it calls), the stack walked to the thread's first frame.
 func checkForeignReport(_ report: StallReport, _ c: ForeignCase, sourceLocation: SourceLocation = #_sourceLocation) {
     let stack = report.blamedStack
+    logBlamedStack(c.name, report)
     let text = "\(c.name): \(describe(stack)); cause \(report.cause?.kind.rawValue ?? "-"): \(report.cause?.evidence ?? ""); "
         + "truncated \(report.truncatedSampleCount) of \(report.sampleCount) \(report.stackEnds ?? [:])"
     #expect(report.cause?.kind == c.cause, "\(text)", sourceLocation: sourceLocation)
@@ -253,9 +254,18 @@ func checkForeignReport(_ report: StallReport, _ c: ForeignCase, sourceLocation:
             "not walked to the thread's first frame: \(text)", sourceLocation: sourceLocation)
 }
 
+/// With STALLWATCH_TEST_STACKS set, prints each checked report's blamed stack (for comparing
+/// unwinders across commits); silent otherwise.
+func logBlamedStack(_ name: String, _ report: StallReport) {
+    guard getenv("STALLWATCH_TEST_STACKS") != nil else { return }
+    let line = "STACK \(name) [\(report.loopName ?? "")] cause=\(report.cause?.kind.rawValue ?? "-") samples=\(report.sampleCount) "
+        + "truncated=\(report.truncatedSampleCount) ends=\(report.stackEnds ?? [:]): \(describe(report.blamedStack))\n"
+    FileHandle.standardError.write(Data(line.utf8))
+}
+
 /// Report summaries for failure messages.
 func summaries(_ reports: [StallReport]) -> String {
-    reports.map { "[\($0.loopName ?? "") seq \($0.sequenceInStall) \($0.cause?.kind.rawValue ?? "-"): \(describe(Array($0.blamedStack.prefix(8))))]" }
+    reports.map { "[\($0.loopName ?? "") seq \($0.sequenceInStall) \($0.cause?.kind.rawValue ?? "-") ends \($0.stackEnds ?? [:]): \(describe(Array($0.blamedStack.prefix(14))))]" }
         .joined(separator: "\n")
 }
 
@@ -406,6 +416,7 @@ struct ForeignLibraryUnwalkableStackTests {
 
     func check(_ report: StallReport, _ log: EventLog) throws {
         let stack = report.blamedStack
+        logBlamedStack("unwalkable", report)
         let text = "\(describe(stack)); cause \(report.cause?.kind.rawValue ?? "-"); truncated \(report.truncatedSampleCount) of \(report.sampleCount) \(report.stackEnds ?? [:])"
         #expect(report.cause?.kind == .cpuBound, "\(text)")
         // What is known is there: the spinning function, named from the test binary's symbols.
