@@ -192,7 +192,7 @@ enum ForeignCases {
         // Each round maps 256 MiB, fills it (memset, page faults) and frees it (munmap): the
         // thread is in libc throughout, in memset or in free.
         ForeignCase(name: "malloc + memset + free of 256 MiB buffers", library: "libc.so", allowedBelow: ["libc.so"],
-                    entry: ["free", "memset"], cFunction: "sw_foreign_malloc_free", swiftFunction: "foreignFixtureMallocFree",
+                    entry: ["free", "memset", "malloc"], cFunction: "sw_foreign_malloc_free", swiftFunction: "foreignFixtureMallocFree",
                     cause: .cpuBound, run: { foreignFixtureMallocFree(milliseconds: ms) })
     }
 }
