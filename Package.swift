@@ -100,7 +100,9 @@ let package = Package(
             name: "CSamplerTestSupport",
             dependencies: ["CSampler"],
             path: "Tests/CSamplerTestSupport",
-            linkerSettings: [.linkedLibrary("dl")]
+            // zlib, libcrypto and libsqlite3 for the foreign-library stall workloads: a test-only
+            // target, so the library products never link them (CCompression links zlib on its own).
+            linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("z"), .linkedLibrary("crypto"), .linkedLibrary("sqlite3")]
         ),
         .testTarget(
             name: "StallwatchTests",

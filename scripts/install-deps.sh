@@ -5,6 +5,8 @@ set -euo pipefail
 need=(libunwind-dev libnuma-dev zlib1g-dev liblzma-dev)
 # The Prometheus end-to-end test and the consumer check.
 need+=(prometheus curl)
+# Debian's own libraries without frame pointers, called by the foreign-library stall tests.
+need+=(libssl-dev libsqlite3-dev)
 # Real consumers of the exports, used by tests: go tool pprof, protoc --decode, headless Chromium;
 # libc6-dbg names libc's internal frames (/usr/lib/debug/.build-id).
 need+=(golang-go protobuf-compiler chromium libc6-dbg binutils xz-utils)

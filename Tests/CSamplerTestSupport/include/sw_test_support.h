@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include "sw_foreign_workloads.h" // stalls inside Debian's libraries without frame pointers
+
 /// vforks a child that sleeps `ms` then exits; the calling thread is suspended by the kernel
 /// (uninterruptibly, only fatal signals wake it) until then. Returns the child's exit status.
 int sw_test_vfork_sleep(unsigned ms);
