@@ -34,16 +34,12 @@ final class WatchdogEngine {
     private var lastProcessCPU: Duration?
     private var lastCPUAt: MonotonicInstant?
     private var lastThreadCPU: [Int32: Duration] = [:]
-    private var reportCounter = 0
     /// The sampling governor and the interval every ring runs at now.
     let governor: SamplingGovernor
     var sampling: (interval: Duration, reason: SamplingFacts.Reason)
 
-    /// A report id unique in this process: pid and a counter.
-    func nextReportID() -> String {
-        reportCounter += 1
-        return "\(getpid())-\(reportCounter)"
-    }
+    /// A report id no other report shares (see ``ReportIDs``).
+    func nextReportID() -> String { ReportIDs.next() }
     /// The watchdog thread's CPU time already counted in the metrics.
     private var reportedCPU: Duration = .zero
     let ownThread = ThreadID.current
