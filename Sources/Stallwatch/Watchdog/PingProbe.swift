@@ -21,6 +21,9 @@ public final class PingProbe: Sendable {
     private let lastLateness = Atomic<UInt64>(0)
     private let answered = Atomic<UInt64>(0)
     private let answersTaken = Atomic<UInt64>(0)
+    // The last answered ping: when it was posted and when it ran (monotonic nanoseconds).
+    private let answeredPosted = Atomic<UInt64>(0)
+    private let answeredAt = Atomic<UInt64>(0)
 
     /// A probe that posts its jobs with `post`. The closure must only enqueue the job, never run it
     /// inline on the caller (the watchdog's own thread).
@@ -43,7 +46,12 @@ public final class PingProbe: Sendable {
             guard generation.load(ordering: .relaxed) == gen else { return }
             threadID.store(sw_current_tid(), ordering: .relaxed)
             let posted = postedAt.load(ordering: .acquiring)
-            if posted != 0 { lastLateness.store(MonotonicClock.nowNanoseconds() &- posted, ordering: .relaxed) }
+            if posted != 0 {
+                let ran = MonotonicClock.nowNanoseconds()
+                lastLateness.store(ran &- posted, ordering: .relaxed)
+                answeredAt.store(ran, ordering: .relaxed)
+                answeredPosted.store(posted, ordering: .releasing)
+            }
             answered.add(1, ordering: .releasing)
             postedAt.store(0, ordering: .releasing)
         }
@@ -57,6 +65,14 @@ public final class PingProbe: Sendable {
         guard count != answersTaken.load(ordering: .relaxed) else { return nil }
         answersTaken.store(count, ordering: .relaxed)
         return lastLatency
+    }
+
+    /// When the ping posted at `since` ran, if it has: the loop was busy until then.
+    func end(ofPeriodSince since: MonotonicInstant) -> MonotonicInstant? {
+        let posted = answeredPosted.load(ordering: .acquiring)
+        let ran = answeredAt.load(ordering: .relaxed)
+        guard posted == since.nanoseconds, answeredPosted.load(ordering: .relaxed) == posted else { return nil }
+        return MonotonicInstant(nanoseconds: ran)
     }
 
     /// When the outstanding ping was posted (the loop has been "busy" since), or `nil`.

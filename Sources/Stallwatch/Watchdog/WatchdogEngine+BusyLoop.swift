@@ -6,7 +6,7 @@ extension WatchdogEngine {
     /// round, its ping latency and, while it is busy, one stack sample to its ``BusyLoopDetector``,
     /// and reports a `busyLoop` once per busy streak.
     func watchBusyLoop(_ m: LoopMonitor, pingLatency: Duration?, now: MonotonicInstant) {
-        guard let detector = m.busyLoop, m.stallSince == nil, let thread = m.source.thread,
+        guard let detector = m.busyLoop, !m.inStall, let thread = m.source.thread,
               let demand = Self.demand(of: thread) else { return }
         defer { m.lastThreadDemand = (thread, demand, now) }
         guard let last = m.lastThreadDemand, last.thread == thread, now > last.at else { return }
@@ -22,23 +22,9 @@ extension WatchdogEngine {
         guard let verdict = m.busyLoop?.observe(now: now, demand: demandDelta, wall: wall, pingLatency: pingLatency,
                                                 sample: sample),
               case .report(let busyFor, let path, let count) = verdict else { return }
-        let tree = CallTree(samples: [StackSample(frames: path.frames.reversed())])
-        let report = StallReport(
-            kind: .busyLoop,
-            id: nextReportID(),
-            cause: StallCause(kind: .cpuBound,
-                              evidence: "busy for \(busyFor) without a stall (wanted a core \(Int(demandDelta.secondsDouble / wall.secondsDouble * 100)) % of the last round), the same stack in more than half of \(count) samples"),
-            loopName: m.source.name,
-            thread: builder.identity(thread, info: try? ThreadInfo.read(thread)),
-            startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: now - busyFor),
-            duration: busyFor,
-            durationIsFinal: false,
-            sampleCount: count,
-            blamedStack: ReportFrame.blamedStack(of: tree, describe: builder.describe),
-            callTree: ReportCallTreeNode.flatten(tree, describe: builder.describe),
-            threadCount: (try? ThreadList.count()) ?? 0,
-            configuration: configuration,
-            watchdogLateness: lateness)
+        let report = builder.busyLoopReport(id: nextReportID(), loopName: m.source.name, thread: thread, busyFor: busyFor,
+                                            demandPercent: Int(demandDelta.secondsDouble / wall.secondsDouble * 100),
+                                            path: path, count: count, now: now, lateness: lateness)
         logger.warning("busy loop", metadata: [
             "loop": "\(m.source.name)", "busyFor": "\(busyFor)", "blamed": "\(report.blamedSummary(frames: 1))",
             "id": "\(report.id)"])

@@ -7,27 +7,8 @@ extension WatchdogEngine {
     func reportFeedback(of probe: HeartbeatProbe) {
         for crossing in probe.takeFeedbackCrossings() {
             let since = probe.busySince ?? crossing.at
-            let samples = crossing.stack.map { [builder.stackSample($0)] } ?? []
-            let tree = CallTree(samples: samples)
-            let thread = crossing.stack?.thread ?? probe.thread
-            let report = StallReport(
-                kind: .feedbackLoop,
-                id: nextReportID(),
-                cause: StallCause(kind: .cpuBound,
-                                  evidence: "\"\(crossing.key)\" came round \(crossing.count) times in one busy period (threshold \(crossing.threshold))"),
-                loopName: probe.name,
-                thread: thread.map { builder.identity($0, info: try? ThreadInfo.read($0)) },
-                startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: since),
-                duration: crossing.at > since ? crossing.at - since : .zero,
-                durationIsFinal: false,
-                sampleCount: tree.sampleCount,
-                blamedStack: ReportFrame.blamedStack(of: tree, describe: builder.describe),
-                callTree: ReportCallTreeNode.flatten(tree, describe: builder.describe),
-                threadCount: (try? ThreadList.count()) ?? 0,
-                configuration: configuration,
-                watchdogLateness: lateness)
-            var withFacts = report
-            withFacts.feedback = FeedbackFacts(key: crossing.key, count: crossing.count, threshold: crossing.threshold)
+            let withFacts = builder.feedbackReport(id: nextReportID(), loopName: probe.name, crossing: crossing, since: since,
+                                                   thread: crossing.stack?.thread ?? probe.thread, lateness: lateness)
             logger.warning("feedback loop", metadata: [
                 "loop": "\(probe.name)", "key": "\(crossing.key)", "count": "\(crossing.count)",
                 "blamed": "\(withFacts.blamedSummary(frames: 1))", "id": "\(withFacts.id)"])
