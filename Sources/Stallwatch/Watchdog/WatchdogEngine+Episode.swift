@@ -6,9 +6,26 @@ import StallwatchPolicy
 /// episode. The detector owns the episode (its start, rounds, deadlines and report); this gathers
 /// what the report needs and hands it to the ``ReportBuilder``.
 extension WatchdogEngine {
-    func step(_ m: LoopMonitor, now: MonotonicInstant, stoppedFor: Duration?) {
+    /// How long a stall's end waits for the loop's report of the tick that ended it.
+    static let tickWait = Duration.milliseconds(100)
+
+    /// Returns `false` while a stall's end waits for the loop's tick report: no new ping then, or
+    /// it would stand for the stalled period.
+    @discardableResult
+    func step(_ m: LoopMonitor, now: MonotonicInstant, stoppedFor: Duration?) -> Bool {
         let busySince = m.source.busySince
-        let endedAt = m.detector.watchedStamp.flatMap { m.source.end(ofPeriodSince: $0) }
+        var endedAt = m.detector.watchedStamp.flatMap { m.source.end(ofPeriodSince: $0) }
+        if busySince == nil, m.inStall, case .ping(let probe) = m.source, let posted = m.detector.watchedStamp,
+           let answered = endedAt {
+            // The tick that ran the ping is reported right after it ends: wait a little for it
+            // rather than close the stall with the ping's view of it.
+            if probe.awaitsTick(after: answered), now - answered < Self.tickWait { return false }
+            if let bounds = probe.tickBounds(posted: posted, answered: answered) {
+                // The loop said when its stalled tick began and ended: better than the ping's view.
+                if let start = bounds.start { m.detector.correctStart(to: start) }
+                endedAt = bounds.end
+            }
+        }
         let observation = m.detector.evaluate(busySince: busySince, now: now, previousRoundAt: previousRound,
                                               stoppedFor: stoppedFor, endedAt: endedAt)
         let thread = m.source.thread
@@ -39,6 +56,7 @@ extension WatchdogEngine {
             m.filter.stallEnded()
             m.forgetBusyPeriod(keepRing: false)
         }
+        return true
     }
 
     /// Closes a stall cut short (the loop was unregistered, the watchdog stopped).

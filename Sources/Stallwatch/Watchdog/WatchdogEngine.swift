@@ -123,12 +123,13 @@ final class WatchdogEngine {
             let lag = m.source.takeLag()
             if let metrics, let lag { metrics.recordLag(loop: m.source.name, lag) }
             watchBusyLoop(m, pingLatency: lag, now: now)
+            if case .heartbeat(let p) = m.source { reportFeedback(of: p) }
+            let settled = step(m, now: now, stoppedFor: stopped)
+            // After the step: a new ping posted before it would hide when the answered one ran.
             if case .ping(let p) = m.source {
                 anyPing = true
-                if pingDue { p.pingIfIdle() }
+                if pingDue && settled { p.pingIfIdle() }
             }
-            if case .heartbeat(let p) = m.source { reportFeedback(of: p) }
-            step(m, now: now, stoppedFor: stopped)
             // Wake exactly when a busy loop becomes suspect (to start sampling: the report needs
             // samples from before the threshold) and when it crosses the threshold.
             for t in m.detector.wakeTimes where t > now && t < next { next = t }
