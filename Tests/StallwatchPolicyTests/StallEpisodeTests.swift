@@ -86,3 +86,18 @@ import Testing
         #expect(short.pingPeriod == .milliseconds(20), "a configured period shorter than the goal's is kept")
     }
 }
+
+@Suite struct RefinedStartTests {
+    @Test func aPingStampIsRefinedEarlierOnlyForItsOwnPeriod() {
+        var detector = StallDetector(configuration: configuration())
+        _ = detector.evaluate(busySince: at(ms: 1000), now: at(ms: 1100), previousRoundAt: nil)
+        detector.refineStart(ofPeriodSince: at(ms: 900), to: at(ms: 880))
+        #expect(detector.wakeTimes.last == at(ms: 3001), "another period's estimate is ignored")
+        detector.refineStart(ofPeriodSince: at(ms: 1000), to: at(ms: 1020))
+        #expect(detector.wakeTimes.last == at(ms: 3001), "never later than the stamp")
+        detector.refineStart(ofPeriodSince: at(ms: 1000), to: at(ms: 980))
+        #expect(detector.wakeTimes.last == at(ms: 2981))
+        #expect(detector.evaluate(busySince: at(ms: 1000), now: at(ms: 2981), previousRoundAt: at(ms: 1100))
+                == .stalled(since: at(ms: 980), elapsed: .milliseconds(2001)))
+    }
+}

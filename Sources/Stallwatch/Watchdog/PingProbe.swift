@@ -99,6 +99,16 @@ public final class PingProbe: Sendable {
         return MonotonicInstant(nanoseconds: ran)
     }
 
+    /// The best estimate of when the loop became busy, for the ping posted at `posted` that is
+    /// still waiting: between the previous ping's answer (the loop ran then) and `posted`, the
+    /// midpoint, so the error is at most half a ping period either way rather than a whole one late.
+    func estimatedStart(posted: MonotonicInstant, pingPeriod: Duration) -> MonotonicInstant {
+        let answered = answeredAt.load(ordering: .relaxed)
+        guard answered != 0, answered < posted.nanoseconds else { return posted }
+        let gap = min(Duration.nanoseconds(Int64(clamping: posted.nanoseconds - answered)), pingPeriod)
+        return posted - gap / 2
+    }
+
     /// When the outstanding ping was posted (the loop has been "busy" since), or `nil`.
     var busySince: MonotonicInstant? {
         let stamp = postedAt.load(ordering: .acquiring)

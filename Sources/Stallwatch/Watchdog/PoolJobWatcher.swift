@@ -122,6 +122,8 @@ final class PoolJobWatcher {
         } else if call.nr >= 0 {
             if let before = thread.blockedAt, Self.sameWait(before.call, call), before.timeslices == slices {
                 job = nil // it has not run since: the same wait in the same job (or the same idle wait)
+                // Still where the last conclusion left it, now: a job's end lies after this scan.
+                if thread.last != nil { thread.last = (now, run &+ wait, false) }
             } else {
                 thread.blockedAt = (call, slices)
                 let stack = try? sampler.captureBlockedStack(of: tid)

@@ -28,6 +28,10 @@ extension WatchdogEngine {
         }
         let observation = m.detector.evaluate(busySince: busySince, now: now, previousRoundAt: previousRound,
                                               stoppedFor: stoppedFor, endedAt: endedAt)
+        if let busySince, case .ping(let probe) = m.source {
+            m.detector.refineStart(ofPeriodSince: busySince,
+                                   to: probe.estimatedStart(posted: busySince, pingPeriod: schedule.pingPeriod))
+        }
         let thread = m.source.thread
         switch observation {
         case .idle:

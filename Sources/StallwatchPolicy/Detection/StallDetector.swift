@@ -59,6 +59,17 @@ public struct StallDetector: Sendable {
         tracked = current
     }
 
+    /// Moves the start of the busy period being watched earlier, to `start`, when the probe's stamp
+    /// is only an upper bound of it (a ping is posted after the loop began its stalled work; the
+    /// previous answer is a lower bound). Ignored for another period than the one stamped `stamp`,
+    /// after a re-base (a stop), and for later instants.
+    public mutating func refineStart(ofPeriodSince stamp: MonotonicInstant, to start: MonotonicInstant) {
+        guard var current = tracked, current.probeStamp == stamp, current.measuredFrom == stamp, start < stamp else { return }
+        current.measuredFrom = start
+        current.episode?.start = start
+        tracked = current
+    }
+
     /// The episode the last ``StallObservation/ended(duration:)`` (or a
     /// ``StallObservation/resumedAfterSuspension`` that cut one short) closed; taken once.
     public mutating func takeEndedEpisode() -> StallEpisode? {
