@@ -53,7 +53,7 @@ public final class EventLoopTickTimer: NIOEventLoopMetricsDelegate, Sendable {
 
 extension Watchdog {
     /// Watches every event loop of `group`, created with `ticks` as its metrics delegate: each loop
-    /// gets a ``PingProbe`` (named `<prefix>-0`, `<prefix>-1`, …) that detects its stalls, and the
+    /// gets a `PingProbe` (named `<prefix>-0`, `<prefix>-1`, …) that detects its stalls, and the
     /// loop's own tick times correct each stall's start and duration once it is over.
     ///
     /// - Returns: the probes, in the group's loop order.
