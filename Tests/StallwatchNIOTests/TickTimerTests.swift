@@ -91,3 +91,56 @@ func eventually(timeout: Duration, _ condition: () -> Bool) -> Bool {
     }
     return condition()
 }
+
+/// Blocks the loop in `channelRead`: work SwiftNIO does while handling I/O, between ticks.
+final class BlockingReadHandler: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    let ends = Mutex<[Int64]>([])
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        usleep(500_000)
+        let now = realtimeNow()
+        ends.withLock { $0.append(now) }
+    }
+}
+
+extension TickTimerTests {
+    @Test("a stall in channelRead (between ticks): its end is where the next tick starts")
+    func endBetweenTicks() throws {
+        let ticks = EventLoopTickTimer()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1, metricsDelegate: ticks)
+        defer { try? group.syncShutdownGracefully() }
+        let directory = NSTemporaryDirectory() + "stallwatch-read-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let reports = Reports()
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(300), watchPoolJobs: false),
+                                    reportDirectory: directory, metrics: nil) { reports.append($0) }
+        watchdog.monitor(eventLoopGroup: group, ticks: ticks)
+        try watchdog.start()
+        let handler = BlockingReadHandler()
+        let server = try ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
+            }
+            .bind(host: "127.0.0.1", port: 0).wait()
+        defer { try? server.close().wait() }
+        let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? clientGroup.syncShutdownGracefully() }
+        let client = try ClientBootstrap(group: clientGroup).connect(to: try #require(server.localAddress)).wait()
+        defer { try? client.close().wait() }
+        usleep(200_000)
+        try client.writeAndFlush(ByteBuffer(string: "x")).wait()
+        usleep(900_000)
+        watchdog.stop()
+        let stored = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".json") }
+            .compactMap { try? Data(contentsOf: URL(fileURLWithPath: directory + "/" + $0)) }
+            .compactMap { try? JSONDecoder().decode(StallReport.self, from: $0) }
+            .filter { $0.kind == .stall }
+        #expect(stored.count == 1, "\(stored.count) reports")
+        let report = try #require(stored.first)
+        let end = try #require(handler.ends.withLock { $0.first })
+        #expect(report.durationIsFinal)
+        let endError = report.startTimeUnixNanoseconds + report.durationNanoseconds - end
+        #expect(abs(endError) <= Duration.milliseconds(10).clampedNanoseconds, "end off by \(endError / 1_000_000) ms")
+    }
+}
