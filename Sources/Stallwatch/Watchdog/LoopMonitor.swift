@@ -27,12 +27,12 @@ final class LoopMonitor {
     /// the busy-loop detector.
     var lastThreadDemand: (thread: ThreadID, demand: Duration, at: MonotonicInstant)?
 
-    init(source: LoopSource, configuration: WatchdogConfiguration) {
+    init(source: LoopSource, configuration: WatchdogConfiguration, schedule: DetectionSchedule) {
         self.source = source
         self.detector = StallDetector(configuration: configuration)
         self.filter = StallFilter(configuration: configuration)
         if case .ping = source, configuration.busyLoopWindow > .zero {
-            busyLoop = BusyLoopDetector(window: configuration.busyLoopWindow, lateLatency: configuration.threshold / 4)
+            busyLoop = BusyLoopDetector(window: configuration.busyLoopWindow, lateLatency: schedule.busyLoopLatency)
         }
     }
 

@@ -146,7 +146,7 @@ extension WatchdogEngine {
             captureFailure = captureOnce(m, thread: thread, stamp: stamp)
         }
         let tree = CallTree(samples: m.samples.map(builder.stackSample))
-        let signature = signature(of: m, tree: tree)
+        let signature = signature(of: m)
         // No stack at all is no reason for silence: the cause and the duration are evidence.
         let decision = m.filter.evaluate(signature, round: m.detector.episode?.stalledRounds ?? 1, now: now,
                                          stackRequired: tree.sampleCount > 0)
@@ -179,9 +179,8 @@ extension WatchdogEngine {
     /// Rewrites the episode's report when what it blames changed, or when it had no stack and now
     /// has one: the same id, a higher ``StallReport/sequenceInStall``, no new event.
     private func update(_ m: LoopMonitor, _ existing: StallReport, start: MonotonicInstant, elapsed: Duration) {
-        let tree = CallTree(samples: m.samples.map(builder.stackSample))
-        guard tree.sampleCount > 0 else { return }
-        let signature = signature(of: m, tree: tree)
+        guard !m.samples.isEmpty else { return }
+        let signature = signature(of: m)
         if existing.sampleCount > 0, let last = m.reportedSignature, signature.isSameStall(as: last) { return }
         let next = builder.updated(existing, start: start, duration: elapsed, final: false, samples: m.samples,
                                    cause: cause(of: m))
@@ -193,11 +192,11 @@ extension WatchdogEngine {
 
     /// A stall is identified by the path most of its newest samples share. Recovered leaf callers
     /// are left out: a guess in some samples and not others is not another stall.
-    private func signature(of m: LoopMonitor, tree: CallTree) -> StackSignature {
+    private func signature(of m: LoopMonitor) -> StackSignature {
         let recent = m.recentSamples(configuration.ringCapacity)
         let identity = StackSignature(dominantPathOf: CallTree(samples: recent.map(builder.identitySample)))
         // A stack too short to leave an identity is still judged (trivial or not) by its frames.
-        return identity.depth > 1 ? identity : StackSignature(dominantPathOf: tree)
+        return identity.depth > 1 ? identity : StackSignature(dominantPathOf: CallTree(samples: recent.map(builder.stackSample)))
     }
 
     /// One capture of a stalled thread with no sample yet (runnable but not running, or not yet
@@ -245,7 +244,7 @@ extension WatchdogEngine {
         var others: [ThreadStack]?
         if case .walkAllThreads = ThreadCountPolicy(cutoff: configuration.threadCountCutoff).evaluate(threadCount: threads.count) {
             others = builder.otherThreads(except: [ownThread], threads: threads, maySignal: maySignal,
-                                          deadline: MonotonicClock.now() + max(configuration.threshold / 20, .milliseconds(20)))
+                                          deadline: MonotonicClock.now() + schedule.captureTime)
         }
         let facts = RoundFacts(at: now, threads: threads, otherThreads: others, process: try? ProcessStats.current(),
                                topology: ReportBuilder.numaFacts(stalledThread: nil).nodes)

@@ -91,7 +91,7 @@ final class WatchdogEngine {
         }
         let poolIDs = Set(poolWatcher?.probes.map { ObjectIdentifier($0) } ?? [])
         for s in sources where monitors[s.identity] == nil {
-            let monitor = LoopMonitor(source: s, configuration: configuration)
+            let monitor = LoopMonitor(source: s, configuration: configuration, schedule: schedule)
             if let poolWatcher, poolIDs.contains(s.identity) {
                 monitor.accepts = { [unowned poolWatcher] in poolWatcher.isInJob($0) }
             }
@@ -105,8 +105,7 @@ final class WatchdogEngine {
         let stopped = judgeSuspension(now: now)
         checkSignalOwnership()
         metrics?.updateProcess(now: now)
-        captureBudget = CaptureBudget(end: now + max(configuration.threshold / 20, .milliseconds(20)),
-                                      limit: max(configuration.threshold / 20, .milliseconds(20)))
+        captureBudget = CaptureBudget(end: now + schedule.captureTime, limit: schedule.captureTime)
         var next = now + configuration.checkPeriod
         if let poolWatcher {
             if poolWatcher.anyInJob || nextPoolScan.map({ now >= $0 }) ?? true {
@@ -147,7 +146,7 @@ final class WatchdogEngine {
             // Nothing is busy: a heartbeat loop that turns busy right after this round is seen by
             // the next one within 0.9 × threshold, and then woken for exactly at its threshold, so
             // polling faster than that only costs wake-ups (about 100 µs of CPU each on a VM).
-            var idlePoll = now + max(configuration.checkPeriod, configuration.threshold * 0.9)
+            var idlePoll = now + schedule.idlePoll
             if let scan = nextPoolScan, scan < idlePoll { idlePoll = scan }
             if idlePoll > next { next = idlePoll }
         }
@@ -231,7 +230,7 @@ final class WatchdogEngine {
             logger.info("process was stopped; stopped time is not counted as busy", metadata: [
                 "stopped": "\(stopped)", "late": "\(late)"])
         }
-        if lateness > configuration.threshold / 10 {
+        if lateness > schedule.lateWarning {
             logger.warning("watchdog woke late", metadata: [
                 "late": "\(lateness)", "runQueueWait": "\(waitDelta.map { "\($0)" } ?? "unknown")"])
         }

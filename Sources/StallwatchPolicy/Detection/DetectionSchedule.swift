@@ -1,5 +1,6 @@
-/// How often the watchdog must look at loops that cannot tell it when they start work, chosen for
-/// the accuracy goal rather than fixed at half the threshold.
+/// Every period and time limit the watchdog derives from the threshold, in one place; above all how
+/// often it must look at loops that cannot tell it when they start work, chosen for the accuracy
+/// goal rather than fixed at half the threshold.
 ///
 /// A heartbeat loop stamps its own start, so the watchdog simply wakes at that stamp plus the
 /// threshold (``StallDetector/wakeTimes``). A ping-probed loop is only known to be busy once a ping
@@ -27,10 +28,28 @@ public struct DetectionSchedule: Sendable, Equatable {
     /// How often the cooperative pool's threads are scanned for a new long job.
     public let poolScanPeriod: Duration
 
+    /// How long after an idle round the watchdog may sleep when it watches heartbeat loops only:
+    /// a loop that turns busy right after is seen within it, before its threshold, and then woken
+    /// for exactly at its threshold (max(check period, 0.9 × threshold)).
+    public let idlePoll: Duration
+    /// A round's time for one-off captures of stalled threads, and for walking the other threads
+    /// for a report (threshold / 20, at least 20 ms): with many loops stalled at once, the others'
+    /// detection waits for it.
+    public let captureTime: Duration
+    /// A watchdog round later than this is logged as late (threshold / 10).
+    public let lateWarning: Duration
+    /// A ping this late, under the threshold, counts towards a busy loop (threshold / 4).
+    public let busyLoopLatency: Duration
+
     /// The schedule for a (validated) configuration.
     public init(configuration: WatchdogConfiguration) {
         let period = Self.accuracyGoal - Self.wakeMargin
+        let threshold = configuration.threshold
         pingPeriod = min(configuration.checkPeriod, period)
         poolScanPeriod = min(configuration.poolScanPeriod, period)
+        idlePoll = max(configuration.checkPeriod, threshold * 0.9)
+        captureTime = max(threshold / 20, .milliseconds(20))
+        lateWarning = threshold / 10
+        busyLoopLatency = threshold / 4
     }
 }
