@@ -162,6 +162,36 @@ struct EpisodeTests {
         }
     }
 
+    /// Issue 18, defect 2, as pool jobs: 1.2 × the threshold, blocked and CPU-bound, at random
+    /// phases against the pool scans.
+    @Test("pool jobs at 1.2 × the threshold, blocked and CPU-bound: each reported once, start right")
+    func nearThresholdPoolJobs() async throws {
+        let threshold = Duration.milliseconds(400)
+        let log = EventLog()
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: threshold), metrics: nil) { log.append($0) }
+        try watchdog.start()
+        defer { watchdog.stop() }
+        var starts: [MonotonicInstant] = []
+        for blocked in [true, false, true, false] {
+            try await Task.sleep(for: .milliseconds(Int.random(in: 150...300)))
+            let timing = StallTiming()
+            await Task.detached {
+                timing.begin()
+                if blocked { stallwatchFixtureSleep(microseconds: 480_000) } else { stallwatchFixtureCPUStall(milliseconds: 480) }
+                timing.finish()
+            }.value
+            if let start = timing.start { starts.append(start) }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let reports = log.allStalls
+        #expect(reports.count == 4, "\(reports.map { ($0.loopName ?? "", $0.cause?.kind.rawValue ?? "") })")
+        #expect(log.ended.count == 4)
+        for (report, start) in zip(reports, starts) {
+            let startError = report.startTimeUnixNanoseconds - MonotonicClock.unixNanoseconds(ofMonotonic: start)
+            #expect(abs(startError) <= episodeTolerance.clampedNanoseconds, "start off by \(startError / 1_000_000) ms")
+        }
+    }
+
     /// Issue 18, defect 3: the round that reports a stall may take a while (it walks every other
     /// thread); a stall that ends meanwhile must not be blamed on what its thread does next.
     @Test("a sleep that ends while its report is made: cause sleeping, not the lock its thread waits on next")
