@@ -192,6 +192,29 @@ struct EpisodeTests {
         }
     }
 
+    @Test("a stall over the rate cap is held back once: one filtered event and one suppression, whatever the round rate")
+    func rateCapCountsStallsNotRounds() throws {
+        let log = EventLog()
+        let configuration = WatchdogConfiguration(threshold: .milliseconds(100), reportCapPerWindow: 1, watchPoolJobs: false)
+        let watchdog = try Watchdog(configuration: configuration, metrics: nil) { log.append($0) }
+        let probe = watchdog.makeProbe(name: "capped")
+        try watchdog.start()
+        defer { watchdog.stop() }
+        stallOnce(probe, milliseconds: 400, log: log)
+        let worker = TestThread(name: "sw-capped") { _ in
+            probe.busy()
+            stallwatchFixtureCPUStall(milliseconds: 400)
+            probe.idle()
+        }
+        worker.stopAndJoin(timeout: .seconds(10))
+        usleep(200_000)
+        let filtered = log.events.withLock { events in
+            events.compactMap { event -> FilterReason? in if case .filtered(_, let r) = event { r } else { nil } }
+        }
+        #expect(log.stalls.count == 1)
+        #expect(filtered == [.rateLimited(suppressedSoFar: 1)], "\(filtered)")
+    }
+
     /// Issue 18, defect 3: the round that reports a stall may take a while (it walks every other
     /// thread); a stall that ends meanwhile must not be blamed on what its thread does next.
     @Test("a sleep that ends while its report is made: cause sleeping, not the lock its thread waits on next")

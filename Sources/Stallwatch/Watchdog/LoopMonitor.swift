@@ -19,6 +19,8 @@ final class LoopMonitor {
     var evidence: (evidence: ThreadEvidence, info: ThreadInfo?)?
     /// The stack signature the episode's report was last made with: a changed one updates it.
     var reportedSignature: StackSignature?
+    /// Why the episode's report was last held back, if it was (one `.filtered` event per reason).
+    var filtered: FilterReason?
     /// The thread a sampling ring could not be started for (logged once).
     var unsampledThread: ThreadID?
     /// For ping-probed loops: busy without stalling (nil when `busyLoopWindow` is zero).
@@ -65,5 +67,6 @@ final class LoopMonitor {
         baseline = nil
         evidence = nil
         reportedSignature = nil
+        filtered = nil
     }
 }

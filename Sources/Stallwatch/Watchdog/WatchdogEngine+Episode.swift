@@ -148,12 +148,25 @@ extension WatchdogEngine {
         let tree = CallTree(samples: m.samples.map(builder.stackSample))
         let signature = signature(of: m)
         // No stack at all is no reason for silence: the cause and the duration are evidence.
-        let decision = m.filter.evaluate(signature, round: m.detector.episode?.stalledRounds ?? 1, now: now,
-                                         stackRequired: tree.sampleCount > 0)
+        let stackRequired = tree.sampleCount > 0
+        // The filter judges an episode, not a round: rounds come every 40 ms, and each call counts
+        // a filtered or rate-limited report. A stall cut by the rate cap stays cut; one filtered
+        // for its (trivial) stack is judged again only once its stack says more.
+        switch m.filtered {
+        case .rateLimited?: return
+        case .trivialStack? where signature.depth <= 1 && stackRequired: return
+        default: break
+        }
+        // Annealing counts check periods since the threshold, whatever the round rate.
+        let periods = Int(((elapsed - configuration.threshold) / configuration.checkPeriod).rounded(.down)) + 1
+        let decision = m.filter.evaluate(signature, round: max(periods, 1), now: now, stackRequired: stackRequired)
         guard case .report(let counters) = decision else {
             if case .filtered(let reason) = decision {
-                emit(.filtered(loop: m.source.name, reason: reason))
-                logger.debug("stall filtered", metadata: ["loop": "\(m.source.name)", "reason": "\(reason)"])
+                if !Self.sameKind(m.filtered, reason) {
+                    emit(.filtered(loop: m.source.name, reason: reason))
+                    logger.debug("stall filtered", metadata: ["loop": "\(m.source.name)", "reason": "\(reason)"])
+                }
+                m.filtered = reason
             }
             return
         }
@@ -174,6 +187,13 @@ extension WatchdogEngine {
         m.detector.record(report: report)
         m.reportedSignature = signature
         deliver(report)
+    }
+
+    private static func sameKind(_ a: FilterReason?, _ b: FilterReason) -> Bool {
+        switch (a, b) {
+        case (.trivialStack?, .trivialStack), (.annealing?, .annealing), (.rateLimited?, .rateLimited): true
+        default: false
+        }
     }
 
     /// Rewrites the episode's report when what it blames changed, or when it had no stack and now
