@@ -215,6 +215,30 @@ struct EpisodeTests {
         #expect(filtered == [.rateLimited(suppressedSoFar: 1)], "\(filtered)")
     }
 
+    @Test("a stall still running when the watchdog stops: its stored report is final, cut at the stop")
+    func finalOnStop() throws {
+        let directory = temporaryDirectory("stop")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let log = EventLog()
+        let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(200)),
+                                    reportDirectory: directory, metrics: nil) { log.append($0) }
+        let probe = watchdog.makeProbe(name: "cut")
+        try watchdog.start()
+        let worker = TestThread(name: "sw-cut") { _ in
+            probe.busy()
+            stallwatchFixtureCPUStall(milliseconds: 1200)
+            probe.idle()
+        }
+        usleep(600_000)
+        watchdog.stop()
+        worker.stopAndJoin(timeout: .seconds(5))
+        let stored = storedReports(directory).filter { $0.kind == .stall }
+        #expect(stored.count == 1)
+        let report = try #require(stored.first)
+        #expect(report.durationIsFinal)
+        #expect(report.duration >= .milliseconds(450) && report.duration <= .milliseconds(900), "\(report.duration)")
+    }
+
     /// Issue 18, defect 3: the round that reports a stall may take a while (it walks every other
     /// thread); a stall that ends meanwhile must not be blamed on what its thread does next.
     @Test("a sleep that ends while its report is made: cause sleeping, not the lock its thread waits on next")
