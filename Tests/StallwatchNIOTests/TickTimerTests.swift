@@ -144,3 +144,35 @@ extension TickTimerTests {
         #expect(abs(endError) <= Duration.milliseconds(10).clampedNanoseconds, "end off by \(endError / 1_000_000) ms")
     }
 }
+
+@Suite("Busy-loop reports end final", .serialized)
+struct BusyLoopFinalTests {
+    @Test("a busy streak that stops: its stored busyLoop report is final, as long as the streak")
+    func finalWhenStreakEnds() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let directory = NSTemporaryDirectory() + "stallwatch-busy-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(500), watchPoolJobs: false,
+                                                                         busyLoopWindow: .seconds(2)),
+                                    reportDirectory: directory, metrics: nil)
+        watchdog.monitor(eventLoopGroup: group)
+        try watchdog.start()
+        let stop = StopFlag()
+        let loop = group.next()
+        loop.execute { stallwatchFixtureSpinAgain(loop, stop) }
+        usleep(3_500_000)
+        stop.value.store(true, ordering: .relaxed)
+        usleep(1_500_000)   // the streak's end is judged once per check period
+        let stored = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".json") }
+            .compactMap { try? Data(contentsOf: URL(fileURLWithPath: directory + "/" + $0)) }
+            .compactMap { try? JSONDecoder().decode(StallReport.self, from: $0) }
+            .filter { $0.kind == .busyLoop }
+        watchdog.stop()
+        #expect(stored.count == 1)
+        let report = try #require(stored.first)
+        #expect(report.durationIsFinal)
+        #expect(report.duration >= .seconds(3) && report.duration <= .milliseconds(4200), "\(report.duration)")
+    }
+}

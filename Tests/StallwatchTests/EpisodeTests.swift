@@ -239,6 +239,32 @@ struct EpisodeTests {
         #expect(report.duration >= .milliseconds(450) && report.duration <= .milliseconds(900), "\(report.duration)")
     }
 
+    @Test("a feedback-loop report ends final, with its busy period's length")
+    func feedbackReportEndsFinal() throws {
+        let directory = temporaryDirectory("feedback")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let log = EventLog()
+        let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .seconds(2)), reportDirectory: directory,
+                                    metrics: nil) { log.append($0) }
+        let probe = watchdog.makeProbe(name: "render-loop")
+        let renders = probe.counter(for: "render", threshold: 10)
+        try watchdog.start()
+        let worker = TestThread(name: "sw-feedback-final") { _ in
+            probe.busy()
+            for _ in 0..<20 { renders.hit() }
+            stallwatchFixtureCPUStall(milliseconds: 300)
+            probe.idle()
+        }
+        worker.stopAndJoin(timeout: .seconds(5))
+        usleep(2_200_000)   // the idle watchdog looks again within 0.9 x threshold
+        watchdog.stop()
+        let stored = storedReports(directory).filter { $0.kind == .feedbackLoop }
+        #expect(stored.count == 1)
+        let report = try #require(stored.first)
+        #expect(report.durationIsFinal)
+        #expect(report.duration >= .milliseconds(250) && report.duration <= .milliseconds(400), "\(report.duration)")
+    }
+
     /// Issue 18, defect 3: the round that reports a stall may take a while (it walks every other
     /// thread); a stall that ends meanwhile must not be blamed on what its thread does next.
     @Test("a sleep that ends while its report is made: cause sleeping, not the lock its thread waits on next")

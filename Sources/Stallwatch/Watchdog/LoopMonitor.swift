@@ -25,6 +25,13 @@ final class LoopMonitor {
     var unsampledThread: ThreadID?
     /// For ping-probed loops: busy without stalling (nil when `busyLoopWindow` is zero).
     var busyLoop: BusyLoopDetector?
+    /// The largest ping latency since the busy-loop detector last judged the loop.
+    var busyLoopLag: Duration?
+    /// The busy-loop report of the streak in progress, made final when the streak ends.
+    var openBusyLoopReport: (report: StallReport, start: MonotonicInstant)?
+    /// Feedback reports of the busy period in progress (with its start and number), made final
+    /// when it ends.
+    var openFeedbackReports: [(report: StallReport, since: MonotonicInstant, period: UInt64)] = []
     /// The loop thread's demand for a core (CPU time plus run-queue wait) at the last round, for
     /// the busy-loop detector.
     var lastThreadDemand: (thread: ThreadID, demand: Duration, at: MonotonicInstant)?

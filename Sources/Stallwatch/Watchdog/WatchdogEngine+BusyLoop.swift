@@ -6,10 +6,20 @@ extension WatchdogEngine {
     /// round, its ping latency and, while it is busy, one stack sample to its ``BusyLoopDetector``,
     /// and reports a `busyLoop` once per busy streak.
     func watchBusyLoop(_ m: LoopMonitor, pingLatency: Duration?, now: MonotonicInstant) {
+        if let lag = pingLatency { m.busyLoopLag = max(m.busyLoopLag ?? lag, lag) }
+        // Judged once per check period, whatever the round rate: rounds come every 40 ms for the
+        // pings, and each judgement of a busy loop takes its stack with a signal.
+        if let last = m.lastThreadDemand, now - last.at < configuration.checkPeriod { return }
+        let pingLatency = m.busyLoopLag
+        m.busyLoopLag = nil
         guard let detector = m.busyLoop, !m.inStall, let thread = m.source.thread,
-              let demand = Self.demand(of: thread) else { return }
+              let demand = Self.demand(of: thread) else {
+            finishBusyLoopReport(m, at: now)
+            return
+        }
         defer { m.lastThreadDemand = (thread, demand, now) }
         guard let last = m.lastThreadDemand, last.thread == thread, now > last.at else { return }
+        defer { if !(m.busyLoop?.inStreak ?? false) { finishBusyLoopReport(m, at: last.at) } }
         let demandDelta = demand - last.demand
         let wall = now - last.at
         let busyNow = demandDelta.secondsDouble >= wall.secondsDouble * detector.busyFraction
@@ -25,6 +35,7 @@ extension WatchdogEngine {
         let report = builder.busyLoopReport(id: nextReportID(), loopName: m.source.name, thread: thread, busyFor: busyFor,
                                             demandPercent: Int(demandDelta.secondsDouble / wall.secondsDouble * 100),
                                             path: path, count: count, now: now, lateness: lateness)
+        m.openBusyLoopReport = (report, now - busyFor)
         logger.warning("busy loop", metadata: [
             "loop": "\(m.source.name)", "busyFor": "\(busyFor)", "blamed": "\(report.blamedSummary(frames: 1))",
             "id": "\(report.id)"])
@@ -41,5 +52,17 @@ extension WatchdogEngine {
 
     private func metricsSample(_ stack: CapturedStack) {
         metrics?.recordSamples(count: 1, handlerTime: stack.handlerTime)
+    }
+
+    /// Makes a busy-loop report final once its streak is over (or the loop is no longer
+    /// watched), with the streak's length up to `end`, the last round that saw it busy.
+    func finishBusyLoopReport(_ m: LoopMonitor, at end: MonotonicInstant) {
+        guard let open = m.openBusyLoopReport else { return }
+        m.openBusyLoopReport = nil
+        var report = open.report
+        report.durationNanoseconds = (end > open.start ? end - open.start : .zero).clampedNanoseconds
+        report.durationIsFinal = true
+        report.sequenceInStall += 1
+        writer?.submit(report)
     }
 }

@@ -66,6 +66,8 @@ extension WatchdogEngine {
     /// Closes a stall cut short (the loop was unregistered, the watchdog stopped).
     func cutShort(_ m: LoopMonitor, now: MonotonicInstant) {
         if let (episode, duration) = m.detector.cutShort(at: now) { finish(m, episode, duration: duration) }
+        finishBusyLoopReport(m, at: now)
+        if case .heartbeat(let probe) = m.source { finishFeedbackReports(of: probe, in: m, now: now, cutShort: true) }
         m.forgetBusyPeriod(keepRing: false)
     }
 

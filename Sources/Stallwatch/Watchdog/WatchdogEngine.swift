@@ -122,7 +122,7 @@ final class WatchdogEngine {
             let lag = m.source.takeLag()
             if let metrics, let lag { metrics.recordLag(loop: m.source.name, lag) }
             watchBusyLoop(m, pingLatency: lag, now: now)
-            if case .heartbeat(let p) = m.source { reportFeedback(of: p) }
+            if case .heartbeat(let p) = m.source { reportFeedback(of: p, in: m) }
             let settled = step(m, now: now, stoppedFor: stopped)
             // After the step: a new ping posted before it would hide when the answered one ran.
             if case .ping(let p) = m.source {
