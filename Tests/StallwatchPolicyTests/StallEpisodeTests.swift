@@ -83,7 +83,11 @@ import Testing
         #expect(long.pingPeriod == .milliseconds(40))
         #expect(long.poolScanPeriod == .milliseconds(40))
         let short = DetectionSchedule(configuration: WatchdogConfiguration(threshold: .milliseconds(40)))
-        #expect(short.pingPeriod == .milliseconds(20), "a configured period shorter than the goal's is kept")
+        #expect(short.pingPeriod == .milliseconds(20), "a default period shorter than the goal's is kept")
+        let chosen = DetectionSchedule(configuration: WatchdogConfiguration(threshold: .seconds(2), checkPeriod: .milliseconds(500),
+                                                                            poolScanPeriod: .milliseconds(1500)))
+        #expect(chosen.pingPeriod == .milliseconds(500), "a configured period is the user's choice")
+        #expect(chosen.poolScanPeriod == .milliseconds(1500))
     }
 }
 

@@ -10,8 +10,8 @@
 /// period P, its start is off by at most P / 2 either way, and its event comes at most P / 2 after
 /// start + threshold. With P at half the threshold (matrix) a 700 ms stall at a 500 ms threshold
 /// looked like 450 ms and was missed whenever it began just after a ping. Here P is the accuracy
-/// goal less a margin for the watchdog's own wake-up: 40 ms, or the configured period when that is
-/// shorter. (At 80 ms, measured on a loaded 2-vCPU VM, ping-timed starts were 53 ms off and events
+/// goal less a margin for the watchdog's own wake-up: 40 ms, or the default period (threshold / 2)
+/// when that is shorter. A `checkPeriod` or `poolScanPeriod` configured to another value is kept. (At 80 ms, measured on a loaded 2-vCPU VM, ping-timed starts were 53 ms off and events
 /// 55 ms past the threshold at p99; at 40 ms, 20 and 22 ms.)
 ///
 /// The price is wake-ups: a watchdog with pings or pool-job watching wakes every P even when all is
@@ -23,9 +23,10 @@ public struct DetectionSchedule: Sendable, Equatable {
     /// The part of ``accuracyGoal`` left for the watchdog thread waking late.
     public static let wakeMargin = Duration.milliseconds(10)
 
-    /// How often an idle ping-probed loop gets a new ping.
+    /// How often an idle ping-probed loop gets a new ping (from `checkPeriod` when configured).
     public let pingPeriod: Duration
-    /// How often the cooperative pool's threads are scanned for a new long job.
+    /// How often the cooperative pool's threads are scanned for a new long job (from
+    /// `poolScanPeriod` when configured).
     public let poolScanPeriod: Duration
 
     /// How long after an idle round the watchdog may sleep when it watches heartbeat loops only:
@@ -45,8 +46,11 @@ public struct DetectionSchedule: Sendable, Equatable {
     public init(configuration: WatchdogConfiguration) {
         let period = Self.accuracyGoal - Self.wakeMargin
         let threshold = configuration.threshold
-        pingPeriod = min(configuration.checkPeriod, period)
-        poolScanPeriod = min(configuration.poolScanPeriod, period)
+        // A period set to anything but its default (threshold / 2) is the user's choice, kept as
+        // it is: a longer one trades accuracy for fewer wake-ups.
+        let byDefault = threshold / 2
+        pingPeriod = configuration.checkPeriod == byDefault ? min(byDefault, period) : configuration.checkPeriod
+        poolScanPeriod = configuration.poolScanPeriod == byDefault ? min(byDefault, period) : configuration.poolScanPeriod
         idlePoll = max(configuration.checkPeriod, threshold * 0.9)
         captureTime = max(threshold / 20, .milliseconds(20))
         lateWarning = threshold / 10
