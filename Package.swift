@@ -64,7 +64,12 @@ let package = Package(
         ),
         .target(
             name: "StallwatchNIO",
-            dependencies: ["Stallwatch", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "Stallwatch",
+                .product(name: "NIOCore", package: "swift-nio"),
+                // NIOEventLoopMetricsDelegate (exact tick start and end) lives in NIOPosix.
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             path: "Sources/StallwatchNIO"
         ),
         // The bench command's own C helpers (malloc counter, SIGPROF recorder); never in the library.

@@ -278,9 +278,10 @@ extension EventLog {
 
 /// Runs the case on a heartbeat-probed thread watched by a fresh watchdog (500 ms threshold);
 /// returns the events once the stall has ended.
-func watchForeignOnProbedThread(_ c: ForeignCase) throws -> (EventLog, Int64) {
+func watchForeignOnProbedThread(_ c: ForeignCase, reportDirectory: String? = nil) throws -> (EventLog, Int64) {
     let log = EventLog()
-    let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(500))) { log.append($0) }
+    let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(500)),
+                                reportDirectory: reportDirectory, metrics: nil) { log.append($0) }
     let probe = watchdog.makeProbe(name: "foreign-loop")
     try watchdog.start()
     defer { watchdog.stop() }
@@ -372,8 +373,12 @@ struct ForeignLibraryStallTests {
     @Test("free of large buffers reaches its caller: samples in free/munmap chain to the Swift function")
     func freeReachesCaller() throws {
         let c = ForeignCases.mallocFree()
-        let (log, _) = try watchForeignOnProbedThread(c)
-        let report = try #require(log.stalls.first, "no report; \(log.trivialStackFilterings) trivial-stack filterings")
+        // The stored report, final: the event's first version holds only the samples up to the threshold.
+        let directory = temporaryDirectory("free")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (log, _) = try watchForeignOnProbedThread(c, reportDirectory: directory)
+        let stored = storedReports(directory).filter { $0.durationIsFinal }
+        let report = try #require(stored.first, "no final stored report; \(log.stalls.count) stall events, \(log.trivialStackFilterings) trivial-stack filterings")
         let tree = report.callTree
         // Nodes in free or munmap, and whether the path from each up to the root passes through
         // the workload and its Swift caller.

@@ -28,6 +28,10 @@ public final class HeartbeatProbe: Sendable {
     // The longest busy period that ended since the watchdog last took it (coarse nanoseconds):
     // the loop-lag metric. One writer (the loop), so a load and a store, no read-modify-write.
     private let longestBusy = Atomic<UInt64>(0)
+    // The last busy period that ended: its stamp and its end (coarse nanoseconds), so a stall's
+    // duration ends when the loop went idle, not when the watchdog next looked.
+    private let endedStamp = Atomic<UInt64>(0)
+    private let endedAt = Atomic<UInt64>(0)
     // Numbers busy periods, so feedback counters know when to start again from zero.
     private let periodNumber = Atomic<UInt64>(0)
     // Feedback counters that crossed their threshold, for the watchdog (slow path: a lock is fine).
@@ -55,10 +59,24 @@ public final class HeartbeatProbe: Sendable {
     public func idle() {
         let since = busyStamp.load(ordering: .relaxed)
         if since != 0 {
-            let busyFor = MonotonicClock.coarseNanoseconds() &- since
+            let end = MonotonicClock.coarseNanoseconds()
+            let busyFor = end &- since
             if busyFor > longestBusy.load(ordering: .relaxed) { longestBusy.store(busyFor, ordering: .relaxed) }
+            endedAt.store(end, ordering: .relaxed)
+            endedStamp.store(since, ordering: .releasing)
         }
         busyStamp.store(0, ordering: .releasing)
+    }
+
+    /// When the busy period that `busySince` reported as `since` ended, if it has and the probe
+    /// still remembers it (a later period overwrites the record).
+    func end(ofPeriodSince since: MonotonicInstant) -> MonotonicInstant? {
+        let stamp = endedStamp.load(ordering: .acquiring)
+        let end = endedAt.load(ordering: .relaxed)
+        // `busySince` is the stamp plus one coarse tick: compare and answer on that scale.
+        guard stamp != 0, stamp &+ MonotonicClock.coarseResolution == since.nanoseconds,
+              endedStamp.load(ordering: .relaxed) == stamp else { return nil }
+        return MonotonicInstant(nanoseconds: end &+ MonotonicClock.coarseResolution)
     }
 
     /// The longest busy period that ended since the last call (at the coarse clock's resolution),
@@ -110,6 +128,17 @@ public final class HeartbeatProbe: Sendable {
         threadID.store(thread.rawValue, ordering: .relaxed)
         // `busySince` adds one coarse tick to every stamp; take it off so it reads back exact.
         busyStamp.store(max(instant.nanoseconds &- MonotonicClock.coarseResolution, 1), ordering: .releasing)
+    }
+
+    /// Marks the loop idle since `instant`, for loops the watchdog observes itself: the period's
+    /// recorded end is `instant`, not the moment the watchdog noticed.
+    func markIdle(since instant: MonotonicInstant) {
+        let since = busyStamp.load(ordering: .relaxed)
+        if since != 0 {
+            endedAt.store(max(instant.nanoseconds, since) &- MonotonicClock.coarseResolution, ordering: .relaxed)
+            endedStamp.store(since, ordering: .releasing)
+        }
+        busyStamp.store(0, ordering: .releasing)
     }
 
     /// When the current busy period began, or `nil` while idle.

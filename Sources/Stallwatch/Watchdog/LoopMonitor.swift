@@ -1,52 +1,65 @@
 import StallwatchPolicy
 
 /// The watchdog's state for one monitored loop. Lives on the watchdog thread only.
+///
+/// The stall itself (its start, rounds, deadlines and report) belongs to ``detector``; this keeps
+/// only what the watchdog gathered for it: samples, the thread baseline and evidence.
 final class LoopMonitor {
     let source: LoopSource
     var detector: StallDetector
     var filter: StallFilter
     var ring: SamplingRing?
-    var samples: [CapturedStack] = []
+    /// Samples of the current busy period from the moment it was suspected (the newest
+    /// ``maxSamples``): the report's call tree, and its newest ring's worth for identity.
+    private(set) var samples: [CapturedStack] = []
+    static let maxSamples = 600
     var baseline: ThreadBaseline?
-    var stallRound = 0
-    var reportedThisStall = false
-    var stallSince: MonotonicInstant?
-    var stallThread: ThreadID?
-    /// The signatures this stall was reported with: the same stall again is not a new report.
-    var reportedSignatures: [StackSignature] = []
-    var followUps = 0
-    /// The stall's first report, rewritten with the final duration when the stall ends.
-    var firstReport: StallReport?
-    /// Every sample of the current stall (the newest ``maxStallSamples``), for the final report.
-    var stallSamples: [CapturedStack] = []
-    static let maxStallSamples = 600
+    /// The newest evidence about the thread that was checked to be taken while the busy period
+    /// still ran: a cause is never read from a thread that already moved on.
+    var evidence: (evidence: ThreadEvidence, info: ThreadInfo?)?
+    /// The stack signature the episode's report was last made with: a changed one updates it.
+    var reportedSignature: StackSignature?
+    /// Why the episode's report was last held back, if it was (one `.filtered` event per reason).
+    var filtered: FilterReason?
     /// The thread a sampling ring could not be started for (logged once).
     var unsampledThread: ThreadID?
     /// For ping-probed loops: busy without stalling (nil when `busyLoopWindow` is zero).
     var busyLoop: BusyLoopDetector?
+    /// The largest ping latency since the busy-loop detector last judged the loop.
+    var busyLoopLag: Duration?
+    /// The busy-loop report of the streak in progress, made final when the streak ends.
+    var openBusyLoopReport: (report: StallReport, start: MonotonicInstant)?
+    /// Feedback reports of the busy period in progress (with its start and number), made final
+    /// when it ends.
+    var openFeedbackReports: [(report: StallReport, since: MonotonicInstant, period: UInt64)] = []
     /// The loop thread's demand for a core (CPU time plus run-queue wait) at the last round, for
     /// the busy-loop detector.
     var lastThreadDemand: (thread: ThreadID, demand: Duration, at: MonotonicInstant)?
 
-    init(source: LoopSource, configuration: WatchdogConfiguration) {
+    init(source: LoopSource, configuration: WatchdogConfiguration, schedule: DetectionSchedule) {
         self.source = source
         self.detector = StallDetector(configuration: configuration)
         self.filter = StallFilter(configuration: configuration)
         if case .ping = source, configuration.busyLoopWindow > .zero {
-            busyLoop = BusyLoopDetector(window: configuration.busyLoopWindow, lateLatency: configuration.threshold / 4)
+            busyLoop = BusyLoopDetector(window: configuration.busyLoopWindow, lateLatency: schedule.busyLoopLatency)
         }
     }
 
     /// Which samples belong to the loop's work (all, unless set: a pool thread's job).
     var accepts: ((CapturedStack) -> Bool)?
 
-    /// Keeps only the newest samples: the ring of period / interval samples.
-    func append(_ new: [CapturedStack], capacity: Int) {
+    /// Whether a stall is in progress.
+    var inStall: Bool { detector.isInStall }
+
+    func append(_ new: [CapturedStack]) {
         let new = accepts.map { new.filter($0) } ?? new
         samples.append(contentsOf: new)
-        if samples.count > capacity { samples.removeFirst(samples.count - capacity) }
-        stallSamples.append(contentsOf: new)
-        if stallSamples.count > Self.maxStallSamples { stallSamples.removeFirst(stallSamples.count - Self.maxStallSamples) }
+        if samples.count > Self.maxSamples { samples.removeFirst(samples.count - Self.maxSamples) }
+    }
+
+    /// The newest `capacity` samples: matrix's ring of one period, which identifies the stall.
+    func recentSamples(_ capacity: Int) -> ArraySlice<CapturedStack> {
+        samples.suffix(max(capacity, 1))
     }
 
     func stopSampling() {
@@ -54,17 +67,13 @@ final class LoopMonitor {
         ring = nil
     }
 
-    func forgetStall() {
-        stopSampling()
+    /// Forgets the busy period's samples and evidence (the detector forgets the stall itself).
+    func forgetBusyPeriod(keepRing: Bool) {
+        if !keepRing { stopSampling() }
         samples.removeAll(keepingCapacity: true)
         baseline = nil
-        stallRound = 0
-        reportedThisStall = false
-        stallSince = nil
-        stallThread = nil
-        reportedSignatures.removeAll()
-        followUps = 0
-        firstReport = nil
-        stallSamples.removeAll()
+        evidence = nil
+        reportedSignature = nil
+        filtered = nil
     }
 }

@@ -19,6 +19,14 @@ enum LoopSource: Sendable {
         }
     }
 
+    /// When the busy period that began at `since` ended, if the probe knows it.
+    func end(ofPeriodSince since: MonotonicInstant) -> MonotonicInstant? {
+        switch self {
+        case .heartbeat(let p): p.end(ofPeriodSince: since)
+        case .ping(let p): p.end(ofPeriodSince: since)
+        }
+    }
+
     var thread: ThreadID? {
         switch self {
         case .heartbeat(let p): p.thread

@@ -21,6 +21,12 @@ public final class PingProbe: Sendable {
     private let lastLateness = Atomic<UInt64>(0)
     private let answered = Atomic<UInt64>(0)
     private let answersTaken = Atomic<UInt64>(0)
+    // The last answered ping: when it was posted and when it ran (monotonic nanoseconds).
+    private let answeredPosted = Atomic<UInt64>(0)
+    private let answeredAt = Atomic<UInt64>(0)
+    /// Ticks the loop reported itself (``recordTick(start:end:)``), if it does.
+    let ticks = LoopTicks()
+    private let reportsTicks = Atomic<Bool>(false)
 
     /// A probe that posts its jobs with `post`. The closure must only enqueue the job, never run it
     /// inline on the caller (the watchdog's own thread).
@@ -43,7 +49,12 @@ public final class PingProbe: Sendable {
             guard generation.load(ordering: .relaxed) == gen else { return }
             threadID.store(sw_current_tid(), ordering: .relaxed)
             let posted = postedAt.load(ordering: .acquiring)
-            if posted != 0 { lastLateness.store(MonotonicClock.nowNanoseconds() &- posted, ordering: .relaxed) }
+            if posted != 0 {
+                let ran = MonotonicClock.nowNanoseconds()
+                lastLateness.store(ran &- posted, ordering: .relaxed)
+                answeredAt.store(ran, ordering: .relaxed)
+                answeredPosted.store(posted, ordering: .releasing)
+            }
             answered.add(1, ordering: .releasing)
             postedAt.store(0, ordering: .releasing)
         }
@@ -57,6 +68,45 @@ public final class PingProbe: Sendable {
         guard count != answersTaken.load(ordering: .relaxed) else { return nil }
         answersTaken.store(count, ordering: .relaxed)
         return lastLatency
+    }
+
+    /// Records one tick the loop finished, with its exact start and end on the monotonic clock:
+    /// a stall on a loop that reports its ticks gets the stalled tick's start and end once it is
+    /// over, not the ping's (see ``LoopTicks``). Called on the loop's thread after each tick.
+    package func recordTick(startNanoseconds: UInt64, endNanoseconds: UInt64) {
+        if !reportsTicks.load(ordering: .relaxed) { reportsTicks.store(true, ordering: .relaxed) }
+        ticks.record(start: startNanoseconds, end: endNanoseconds, posted: postedAt.load(ordering: .acquiring))
+    }
+
+    /// The exact bounds of the busy period the ping posted at `posted` measured, if the loop's
+    /// ticks tell them; `answered` is when that ping ran.
+    func tickBounds(posted: MonotonicInstant, answered: MonotonicInstant) -> (start: MonotonicInstant?, end: MonotonicInstant)? {
+        guard reportsTicks.load(ordering: .relaxed) else { return nil }
+        return ticks.bounds(posted: posted.nanoseconds, answered: answered.nanoseconds)
+    }
+
+    /// Whether the loop reports ticks but has not yet reported the one that ran a ping answered at
+    /// `answered` (then the stall's exact bounds are a moment away).
+    func awaitsTick(after answered: MonotonicInstant) -> Bool {
+        reportsTicks.load(ordering: .relaxed) && !ticks.reported(through: answered.nanoseconds)
+    }
+
+    /// When the ping posted at `since` ran, if it has: the loop was busy until then.
+    func end(ofPeriodSince since: MonotonicInstant) -> MonotonicInstant? {
+        let posted = answeredPosted.load(ordering: .acquiring)
+        let ran = answeredAt.load(ordering: .relaxed)
+        guard posted == since.nanoseconds, answeredPosted.load(ordering: .relaxed) == posted else { return nil }
+        return MonotonicInstant(nanoseconds: ran)
+    }
+
+    /// The best estimate of when the loop became busy, for the ping posted at `posted` that is
+    /// still waiting: between the previous ping's answer (the loop ran then) and `posted`, the
+    /// midpoint, so the error is at most half a ping period either way rather than a whole one late.
+    func estimatedStart(posted: MonotonicInstant, pingPeriod: Duration) -> MonotonicInstant {
+        let answered = answeredAt.load(ordering: .relaxed)
+        guard answered != 0, answered < posted.nanoseconds else { return posted }
+        let gap = min(Duration.nanoseconds(Int64(clamping: posted.nanoseconds - answered)), pingPeriod)
+        return posted - gap / 2
     }
 
     /// When the outstanding ping was posted (the loop has been "busy" since), or `nil`.

@@ -13,6 +13,15 @@ struct PoolJob: Hashable {
     var rootFunction: UInt
     /// Return addresses from `swift_job_run` to the thread's outermost frame.
     var outerFrames: [UInt]
+
+    /// A job whose stack could not be walked as far as `swift_job_run` (code with neither frame
+    /// pointers nor unwind tables, a corrupt frame), on a thread that keeps burning CPU: a worker
+    /// does that only inside a job, so it is watched as one rather than lost. Two such jobs back to
+    /// back on one thread cannot be told apart.
+    static let unwalked = PoolJob(rootFunction: 0, outerFrames: [])
+
+    /// Whether this is ``unwalked``.
+    var isUnwalked: Bool { rootFunction == 0 && outerFrames.isEmpty }
 }
 
 /// Finds `swift_job_run` in stacks.

@@ -12,9 +12,19 @@ import StallwatchPolicy
 ///   SP, PC, argument and scheduler timeslice count);
 /// - running: only a thread that burned most of the interval on the CPU is sampled, by signal;
 ///   one that ran briefly keeps what the previous scan concluded.
-/// A thread inside `swift_job_run` runs a job (``PoolJob``); the first scan that sees a job marks
-/// its thread's probe busy from that instant, so a report is never early and at most one scan
-/// period late. Runs on the watchdog thread only.
+/// A thread inside `swift_job_run` runs a job (``PoolJob``). The job's start and end are told by the
+/// thread's demand for a core (CPU time plus run-queue wait, `schedstat`) between two scans: a job
+/// first seen running began about that much demand before the scan (a CPU-bound job's thread does
+/// nothing else), never before the previous scan; one first seen blocked began between the two
+/// scans (the midpoint is taken). So the error is a fraction of the scan period, not a whole one
+/// counted from the first scan that happened to see it. Runs on the watchdog thread only.
+///
+/// Why not the runtime's own job boundaries: the running task (`swift_task_getCurrent`) is a
+/// thread-local of the concurrency runtime, readable only on the thread itself — in the sampling
+/// handler, which runs only on threads that burn CPU (blocked ones are never signalled), and which
+/// is C code outside the watchdog; `swift_task_enqueueGlobal_hook` sees a job when it is queued,
+/// not when it starts or ends, and wrapping every job to see those would put the watchdog on the
+/// path of every job in the process. The scan needs neither.
 final class PoolJobWatcher {
     /// The loop name pool-job stalls are reported under.
     static let loopName = "cooperative-pool-job"
@@ -24,6 +34,8 @@ final class PoolJobWatcher {
         var job: PoolJob?
         var blockedAt: (call: sw_thread_syscall_t, timeslices: UInt64)?
         var cpu: (time: Duration, at: MonotonicInstant)?
+        /// The last conclusive scan: when, the thread's demand for a core then (ns), and whether it ran.
+        var last: (at: MonotonicInstant, demand: UInt64, running: Bool)?
         /// Where this worker waits outside any job (for work, or for a timer): the same syscall,
         /// SP, PC and first argument every time, and no job ever waits at that very SP and PC.
         /// Known, so an idle worker costs one /proc read per scan, not a stack scan.
@@ -51,7 +63,11 @@ final class PoolJobWatcher {
     /// Whether a stack was taken inside a job: samples of a pool thread taken after its job ended
     /// (before the next scan noticed) must not be blamed on the job.
     func isInJob(_ stack: CapturedStack) -> Bool {
-        frames?.contains(stack) ?? false
+        guard let frames else { return false }
+        if frames.contains(stack) { return true }
+        // A stack cut before `swift_job_run` says nothing either way: it belongs to the job the
+        // scans see the thread in, if any.
+        return !stack.isWhole && threads[stack.thread]?.job != nil
     }
 
     /// Whether any pool thread is in a job now: then every round scans, so a job's end is seen at once.
@@ -96,16 +112,22 @@ final class PoolJobWatcher {
     private func observe(_ thread: PoolThread, tid: ThreadID, now: MonotonicInstant, frames: SwiftJobFrames, maySignal: Bool) {
         var call = sw_thread_syscall_t()
         guard sw_thread_syscall(tid.rawValue, &call) == 0 else { return }
+        var run: UInt64 = 0, wait: UInt64 = 0, slices: UInt64 = 0
+        let sched = sw_thread_schedstat(tid.rawValue, &run, &wait, &slices) == 0
+        // The last scan that concluded something (in a job, or outside any): the job's start and
+        // end lie after it, and the demand since then is what the thread ran meanwhile.
+        let previous = thread.last
+        let demandSince = previous.flatMap { p in sched && run &+ wait >= p.demand ? run &+ wait - p.demand : nil }
         let job: PoolJob??  // nil: no new evidence, keep the previous conclusion
         if call.nr >= 0, thread.idleWaits.contains(where: { Self.sameWait($0, call) }) {
             thread.blockedAt = nil
             thread.cpu = nil
             job = .some(nil)
         } else if call.nr >= 0 {
-            var run: UInt64 = 0, wait: UInt64 = 0, slices: UInt64 = 0
-            _ = sw_thread_schedstat(tid.rawValue, &run, &wait, &slices)
             if let before = thread.blockedAt, Self.sameWait(before.call, call), before.timeslices == slices {
                 job = nil // it has not run since: the same wait in the same job (or the same idle wait)
+                // Still where the last conclusion left it, now: a job's end lies after this scan.
+                if thread.last != nil { thread.last = (now, run &+ wait, false) }
             } else {
                 thread.blockedAt = (call, slices)
                 let stack = try? sampler.captureBlockedStack(of: tid)
@@ -121,7 +143,7 @@ final class PoolJobWatcher {
                (cpuNow - before.time) / (now - before.at) >= 0.5 {
                 // Busy on the CPU for most of the interval: worth a signal to see which job.
                 job = (try? sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(20)))
-                    .flatMap { identify($0, frames) }
+                    .flatMap { identify($0, frames, runningThread: thread) }
             } else {
                 job = nil
             }
@@ -129,21 +151,54 @@ final class PoolJobWatcher {
             job = nil // blocked outside a system call (a page fault): nothing to conclude
         }
         guard let job else { return }
+        thread.last = sched ? (now, run &+ wait, call.nr == -2) : nil
         if let job {
-            if job != thread.job { thread.probe.markBusy(since: now, thread: tid) }
-        } else {
-            thread.probe.idle()
+            if thread.job?.isUnwalked == true, !job.isUnwalked {
+                // The same job, its stack walked now: it keeps the start it was first seen with.
+            } else if job != thread.job {
+                let start = Self.start(after: previous, now: now, demandSince: demandSince, runningNow: call.nr == -2)
+                thread.probe.markBusy(since: start, thread: tid)
+            }
+        } else if thread.job != nil {
+            thread.probe.markIdle(since: Self.end(after: previous, now: now, demandSince: demandSince))
         }
         thread.job = job
     }
 
+    /// When a job first seen now began: `demandSince` before now if the thread is running (it
+    /// ran the job all along), between the scans if it is blocked; never before the previous scan.
+    static func start(after previous: (at: MonotonicInstant, demand: UInt64, running: Bool)?, now: MonotonicInstant,
+                      demandSince: UInt64?, runningNow: Bool) -> MonotonicInstant {
+        guard let previous, previous.at < now else { return now }
+        let gap = now - previous.at
+        guard runningNow, let demand = demandSince else { return previous.at + gap / 2 }
+        let ran = Duration.nanoseconds(Int64(clamping: demand))
+        return ran >= gap ? previous.at : now - ran
+    }
+
+    /// When a job seen at the previous scan and gone now ended: after the demand it still had if
+    /// it was running then, else between the scans.
+    static func end(after previous: (at: MonotonicInstant, demand: UInt64, running: Bool)?, now: MonotonicInstant,
+                    demandSince: UInt64?) -> MonotonicInstant {
+        guard let previous, previous.at < now else { return now }
+        let gap = now - previous.at
+        guard previous.running, let demand = demandSince else { return previous.at + gap / 2 }
+        let ran = Duration.nanoseconds(Int64(clamping: demand))
+        return ran >= gap ? now : previous.at + ran
+    }
+
     /// The job a stack shows; `.some(nil)` when it shows the thread outside any job, `nil` when it
     /// says nothing (a walk cut short before reaching `swift_job_run` proves no job boundary).
-    private func identify(_ stack: CapturedStack, _ frames: SwiftJobFrames) -> PoolJob?? {
+    /// A stack of a thread found busy on the CPU (`runningThread`) that cannot be walked that far
+    /// is ``PoolJob/unwalked`` unless the thread is already known in a job.
+    private func identify(_ stack: CapturedStack, _ frames: SwiftJobFrames, runningThread: PoolThread? = nil) -> PoolJob?? {
         let job = frames.job(in: stack) { address in
             symbolizer.symbolize(address).functionAddress ?? address
         }
-        if job == nil && stack.truncated { return nil }
+        if job == nil && !stack.isWhole {
+            if let running = runningThread, running.job == nil { return .some(.unwalked) }
+            return nil
+        }
         return .some(job)
     }
 

@@ -1,8 +1,10 @@
 import CSampler
+import Glibc
 import StallwatchPolicy
 
-/// Turns samples and facts into a ``StallReport``. Runs on the watchdog thread, after any held
-/// threads are released: symbolization is only ever done here.
+/// Turns samples and facts into a ``StallReport``: every report the watchdog makes is made here.
+/// Runs on the watchdog thread, after any held threads are released: symbolization is only ever
+/// done here.
 struct ReportBuilder {
     let configuration: WatchdogConfiguration
     let symbolizer: Symbolizer
@@ -73,5 +75,161 @@ struct ReportBuilder {
                                       freeBytes: UInt64(max($0.freeBytes, 0)))
         }
         return NUMAFacts(nodes: nodes, stalledThreadNode: stalledThread?.numaNode)
+    }
+
+    // MARK: - reports
+
+    /// A stack's call tree, the blamed path and the flattened tree, filled into `report`.
+    func fill(_ report: inout StallReport, samples: some Collection<CapturedStack>) {
+        let tree = CallTree(samples: samples.map(stackSample))
+        report.sampleCount = tree.sampleCount
+        report.blamedStack = ReportFrame.blamedStack(of: tree, describe: describe)
+        report.callTree = ReportCallTreeNode.flatten(tree, describe: describe)
+        report.truncatedSampleCount = samples.filter { !$0.isWhole }.count
+        report.stackEnds = CapturedStack.earlyEnds(of: Array(samples))
+    }
+
+    /// What one stall report says beyond its samples.
+    struct StallFacts {
+        var loopName: String
+        var thread: ThreadID
+        var start: MonotonicInstant
+        var elapsed: Duration
+        var cause: StallCause
+        var evidence: (evidence: ThreadEvidence, info: ThreadInfo?)?
+        var round: RoundFacts
+        var processCPUPercent: Double
+        var counters: ReportCounters
+        var lateness: Duration
+        var sampling: SamplingFacts?
+    }
+
+    /// The first version of a stall episode's report.
+    func stallReport(id: String, _ f: StallFacts, samples: some Collection<CapturedStack>) -> StallReport {
+        let identity = identity(f.thread, info: f.evidence?.info)
+        let e = f.evidence?.evidence
+        var report = StallReport(
+            kind: .stall,
+            id: id,
+            cause: f.cause,
+            loopName: f.loopName,
+            thread: identity,
+            startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: f.start),
+            duration: f.elapsed,
+            durationIsFinal: false,
+            otherThreads: f.round.otherThreads?.filter { $0.thread.id != f.thread.rawValue },
+            threadCount: f.round.threads.count,
+            threadCPU: e.map { e in
+                [ThreadCPUUsage(thread: identity, cpuPercent: e.wallDelta > .zero ? e.cpuTimeDelta / e.wallDelta * 100 : 0)]
+            } ?? [],
+            process: f.round.process.map { ProcessFacts(cpuPercent: f.processCPUPercent, residentBytes: $0.residentBytes,
+                                                        cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) },
+            numa: f.round.numa(f.evidence?.info),
+            configuration: configuration,
+            counters: f.counters,
+            watchdogLateness: f.lateness)
+        report.sampling = f.sampling
+        fill(&report, samples: samples)
+        return report
+    }
+
+    /// The next version of an episode's report (same id): the stall so far, or its end when `final`.
+    /// A cause already stated is kept unless `cause` is given (evidence taken during the stall).
+    func updated(_ report: StallReport, start: MonotonicInstant, duration: Duration, final: Bool,
+                 samples: some Collection<CapturedStack>, cause: StallCause? = nil) -> StallReport {
+        var next = report
+        next.sequenceInStall += 1
+        next.startTimeUnixNanoseconds = MonotonicClock.unixNanoseconds(ofMonotonic: start)
+        next.durationNanoseconds = duration.clampedNanoseconds
+        next.durationIsFinal = final
+        if let cause { next.cause = cause }
+        // A report made before any sample keeps its empty tree only while there is still none.
+        if !samples.isEmpty { fill(&next, samples: samples) }
+        return next
+    }
+
+    /// A ping-probed loop busy without stalling (``BusyLoopDetector``).
+    func busyLoopReport(id: String, loopName: String, thread: ThreadID, busyFor: Duration, demandPercent: Int,
+                        path: StackSignature, count: Int, now: MonotonicInstant, lateness: Duration) -> StallReport {
+        let tree = CallTree(samples: [StackSample(frames: path.frames.reversed())])
+        return StallReport(
+            kind: .busyLoop,
+            id: id,
+            cause: StallCause(kind: .cpuBound,
+                              evidence: "busy for \(busyFor) without a stall (wanted a core \(demandPercent) % of the last round), the same stack in more than half of \(count) samples"),
+            loopName: loopName,
+            thread: identity(thread, info: try? ThreadInfo.read(thread)),
+            startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: now - busyFor),
+            duration: busyFor,
+            durationIsFinal: false,
+            sampleCount: count,
+            blamedStack: ReportFrame.blamedStack(of: tree, describe: describe),
+            callTree: ReportCallTreeNode.flatten(tree, describe: describe),
+            threadCount: (try? ThreadList.count()) ?? 0,
+            configuration: configuration,
+            watchdogLateness: lateness)
+    }
+
+    /// A feedback counter that crossed its threshold within one busy period.
+    func feedbackReport(id: String, loopName: String, crossing: FeedbackCrossing, since: MonotonicInstant,
+                        thread: ThreadID?, lateness: Duration) -> StallReport {
+        let samples = crossing.stack.map { [stackSample($0)] } ?? []
+        let tree = CallTree(samples: samples)
+        var report = StallReport(
+            kind: .feedbackLoop,
+            id: id,
+            cause: StallCause(kind: .cpuBound,
+                              evidence: "\"\(crossing.key)\" came round \(crossing.count) times in one busy period (threshold \(crossing.threshold))"),
+            loopName: loopName,
+            thread: thread.map { identity($0, info: try? ThreadInfo.read($0)) },
+            startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: since),
+            duration: crossing.at > since ? crossing.at - since : .zero,
+            durationIsFinal: false,
+            sampleCount: tree.sampleCount,
+            blamedStack: ReportFrame.blamedStack(of: tree, describe: describe),
+            callTree: ReportCallTreeNode.flatten(tree, describe: describe),
+            threadCount: (try? ThreadList.count()) ?? 0,
+            configuration: configuration,
+            watchdogLateness: lateness)
+        report.feedback = FeedbackFacts(key: crossing.key, count: crossing.count, threshold: crossing.threshold)
+        return report
+    }
+
+    /// A CPU policy event: process CPU high now, or high for long.
+    func cpuReport(id: String, event: CPUEvent, windowStart: MonotonicInstant, wall: Duration, now: MonotonicInstant,
+                   cores: Int) -> StallReport {
+        switch event {
+        case .processCPUHigh(let usage, let top):
+            return StallReport(
+                kind: .cpuHigh, id: id,
+                cause: StallCause(kind: .cpuUsage, evidence: "process CPU \(Int(usage * 100)) % of one core on \(cores) cores"),
+                startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: windowStart),
+                duration: wall, durationIsFinal: true, threadCount: (try? ThreadList.count()) ?? 0,
+                threadCPU: top.map { ThreadCPUUsage(thread: ThreadIdentity(id: $0.threadID, name: $0.name),
+                                                    cpuPercent: $0.fraction * 100) },
+                configuration: configuration)
+        case .sustainedHigh(let average, let duration):
+            let start = MonotonicInstant(nanoseconds: now.nanoseconds &- UInt64(max(duration.clampedNanoseconds, 0)))
+            return StallReport(
+                kind: .cpuSustained, id: id,
+                cause: StallCause(kind: .cpuUsage, evidence: "process CPU averaged \(Int(average * 100)) % of one core for \(duration)"),
+                startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: start),
+                duration: duration, durationIsFinal: true, threadCount: (try? ThreadList.count()) ?? 0,
+                configuration: configuration)
+        }
+    }
+}
+
+/// Facts shared by every report of one round, gathered once: with many loops stalled at once,
+/// walking every thread per report would delay the detection of the rest.
+struct RoundFacts {
+    var at: MonotonicInstant
+    var threads: [ThreadID]
+    var otherThreads: [ThreadStack]?
+    var process: ProcessStats?
+    var topology: [StallwatchPolicy.NUMANode]
+
+    func numa(_ stalled: ThreadInfo?) -> NUMAFacts {
+        NUMAFacts(nodes: topology, stalledThreadNode: stalled?.numaNode)
     }
 }

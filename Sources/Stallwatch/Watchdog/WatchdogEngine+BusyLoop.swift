@@ -6,10 +6,20 @@ extension WatchdogEngine {
     /// round, its ping latency and, while it is busy, one stack sample to its ``BusyLoopDetector``,
     /// and reports a `busyLoop` once per busy streak.
     func watchBusyLoop(_ m: LoopMonitor, pingLatency: Duration?, now: MonotonicInstant) {
-        guard let detector = m.busyLoop, m.stallSince == nil, let thread = m.source.thread,
-              let demand = Self.demand(of: thread) else { return }
+        if let lag = pingLatency { m.busyLoopLag = max(m.busyLoopLag ?? lag, lag) }
+        // Judged once per check period, whatever the round rate: rounds come every 40 ms for the
+        // pings, and each judgement of a busy loop takes its stack with a signal.
+        if let last = m.lastThreadDemand, now - last.at < configuration.checkPeriod { return }
+        let pingLatency = m.busyLoopLag
+        m.busyLoopLag = nil
+        guard let detector = m.busyLoop, !m.inStall, let thread = m.source.thread,
+              let demand = Self.demand(of: thread) else {
+            finishBusyLoopReport(m, at: now)
+            return
+        }
         defer { m.lastThreadDemand = (thread, demand, now) }
         guard let last = m.lastThreadDemand, last.thread == thread, now > last.at else { return }
+        defer { if !(m.busyLoop?.inStreak ?? false) { finishBusyLoopReport(m, at: last.at) } }
         let demandDelta = demand - last.demand
         let wall = now - last.at
         let busyNow = demandDelta.secondsDouble >= wall.secondsDouble * detector.busyFraction
@@ -22,23 +32,10 @@ extension WatchdogEngine {
         guard let verdict = m.busyLoop?.observe(now: now, demand: demandDelta, wall: wall, pingLatency: pingLatency,
                                                 sample: sample),
               case .report(let busyFor, let path, let count) = verdict else { return }
-        let tree = CallTree(samples: [StackSample(frames: path.frames.reversed())])
-        let report = StallReport(
-            kind: .busyLoop,
-            id: nextReportID(),
-            cause: StallCause(kind: .cpuBound,
-                              evidence: "busy for \(busyFor) without a stall (wanted a core \(Int(demandDelta.secondsDouble / wall.secondsDouble * 100)) % of the last round), the same stack in more than half of \(count) samples"),
-            loopName: m.source.name,
-            thread: builder.identity(thread, info: try? ThreadInfo.read(thread)),
-            startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: now - busyFor),
-            duration: busyFor,
-            durationIsFinal: false,
-            sampleCount: count,
-            blamedStack: ReportFrame.blamedStack(of: tree, describe: builder.describe),
-            callTree: ReportCallTreeNode.flatten(tree, describe: builder.describe),
-            threadCount: (try? ThreadList.count()) ?? 0,
-            configuration: configuration,
-            watchdogLateness: lateness)
+        let report = builder.busyLoopReport(id: nextReportID(), loopName: m.source.name, thread: thread, busyFor: busyFor,
+                                            demandPercent: Int(demandDelta.secondsDouble / wall.secondsDouble * 100),
+                                            path: path, count: count, now: now, lateness: lateness)
+        m.openBusyLoopReport = (report, now - busyFor)
         logger.warning("busy loop", metadata: [
             "loop": "\(m.source.name)", "busyFor": "\(busyFor)", "blamed": "\(report.blamedSummary(frames: 1))",
             "id": "\(report.id)"])
@@ -55,5 +52,17 @@ extension WatchdogEngine {
 
     private func metricsSample(_ stack: CapturedStack) {
         metrics?.recordSamples(count: 1, handlerTime: stack.handlerTime)
+    }
+
+    /// Makes a busy-loop report final once its streak is over (or the loop is no longer
+    /// watched), with the streak's length up to `end`, the last round that saw it busy.
+    func finishBusyLoopReport(_ m: LoopMonitor, at end: MonotonicInstant) {
+        guard let open = m.openBusyLoopReport else { return }
+        m.openBusyLoopReport = nil
+        var report = open.report
+        report.durationNanoseconds = (end > open.start ? end - open.start : .zero).clampedNanoseconds
+        report.durationIsFinal = true
+        report.sequenceInStall += 1
+        writer?.submit(report)
     }
 }

@@ -4,35 +4,34 @@ import StallwatchPolicy
 extension WatchdogEngine {
     /// Reports the feedback counters of a heartbeat loop that crossed their threshold since the
     /// last round: one `feedbackLoop` report each, blaming the call that crossed it.
-    func reportFeedback(of probe: HeartbeatProbe) {
+    func reportFeedback(of probe: HeartbeatProbe, in m: LoopMonitor) {
+        finishFeedbackReports(of: probe, in: m, now: MonotonicClock.now())
         for crossing in probe.takeFeedbackCrossings() {
             let since = probe.busySince ?? crossing.at
-            let samples = crossing.stack.map { [builder.stackSample($0)] } ?? []
-            let tree = CallTree(samples: samples)
-            let thread = crossing.stack?.thread ?? probe.thread
-            let report = StallReport(
-                kind: .feedbackLoop,
-                id: nextReportID(),
-                cause: StallCause(kind: .cpuBound,
-                                  evidence: "\"\(crossing.key)\" came round \(crossing.count) times in one busy period (threshold \(crossing.threshold))"),
-                loopName: probe.name,
-                thread: thread.map { builder.identity($0, info: try? ThreadInfo.read($0)) },
-                startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: since),
-                duration: crossing.at > since ? crossing.at - since : .zero,
-                durationIsFinal: false,
-                sampleCount: tree.sampleCount,
-                blamedStack: ReportFrame.blamedStack(of: tree, describe: builder.describe),
-                callTree: ReportCallTreeNode.flatten(tree, describe: builder.describe),
-                threadCount: (try? ThreadList.count()) ?? 0,
-                configuration: configuration,
-                watchdogLateness: lateness)
-            var withFacts = report
-            withFacts.feedback = FeedbackFacts(key: crossing.key, count: crossing.count, threshold: crossing.threshold)
+            let withFacts = builder.feedbackReport(id: nextReportID(), loopName: probe.name, crossing: crossing, since: since,
+                                                   thread: crossing.stack?.thread ?? probe.thread, lateness: lateness)
             logger.warning("feedback loop", metadata: [
                 "loop": "\(probe.name)", "key": "\(crossing.key)", "count": "\(crossing.count)",
                 "blamed": "\(withFacts.blamedSummary(frames: 1))", "id": "\(withFacts.id)"])
             writer?.submit(withFacts)
             emit(.feedbackLoop(withFacts))
+            m.openFeedbackReports.append((withFacts, since, probe.busyPeriod))
+        }
+    }
+
+    /// Makes the feedback reports of a busy period final once it is over (or the loop is no longer
+    /// watched): the whole busy period's length, ending where the loop went idle.
+    func finishFeedbackReports(of probe: HeartbeatProbe, in m: LoopMonitor, now: MonotonicInstant, cutShort: Bool = false) {
+        m.openFeedbackReports.removeAll { open in
+            let over = cutShort || probe.busySince == nil || probe.busyPeriod != open.period
+            guard over else { return false }
+            let end = probe.end(ofPeriodSince: open.since) ?? now
+            var report = open.report
+            report.durationNanoseconds = (end > open.since ? end - open.since : .zero).clampedNanoseconds
+            report.durationIsFinal = true
+            report.sequenceInStall += 1
+            writer?.submit(report)
+            return true
         }
     }
 }

@@ -2,10 +2,11 @@ import StallwatchPolicy
 
 /// What the watchdog tells its listeners.
 public enum WatchdogEvent: Sendable {
-    /// A stall report: the first of a stall (`report.sequenceInStall == 0`) or a follow-up that the
-    /// Fibonacci back-off let through.
+    /// A stall report, once per stall (`report.sequenceInStall == 0`). While the stall lasts its
+    /// report file is rewritten under the same id; ``stallEnded(loop:thread:duration:)`` says when
+    /// it ended, and the stored report is then final.
     case stall(StallReport)
-    /// A reported stall is over.
+    /// A reported stall is over: `duration` runs from the start of the stalled job or tick to its end.
     case stallEnded(loop: String, thread: ThreadID?, duration: Duration)
     /// A stall was noticed but not reported, and why (trivial stack, back-off, daily cap).
     case filtered(loop: String, reason: FilterReason)

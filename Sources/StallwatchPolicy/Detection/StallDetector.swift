@@ -3,14 +3,19 @@
 ///
 /// The probe publishes "busy since" (set at the first wake after idling, cleared on idle); the
 /// watchdog passes that stamp, the current instant and the previous round's instant to
-/// ``evaluate(busySince:now:previousRoundAt:stoppedFor:)``.
+/// ``evaluate(busySince:now:previousRoundAt:stoppedFor:endedAt:)``.
+///
+/// The detector is the one owner of a stall's state: the busy period it watches, the
+/// ``StallEpisode`` once that period crossed the threshold (with its report), and the instants the
+/// watchdog must wake at to see it become suspect or stalled on time (``wakeTimes``).
 public struct StallDetector: Sendable {
     /// The busy period being watched: the probe's stamp, the instant we measure from (equal to
-    /// the stamp unless re-based after a suspension), and how many rounds it has been stalled.
+    /// the stamp unless re-based after a suspension), and its episode once it is a stall.
     private struct Tracked: Sendable {
         var probeStamp: MonotonicInstant
         var measuredFrom: MonotonicInstant
-        var stalledRounds: Int
+        var episode: StallEpisode?
+        var stalledRounds: Int { episode?.stalledRounds ?? 0 }
     }
 
     /// Busy for strictly longer than this is a stall.
@@ -20,6 +25,8 @@ public struct StallDetector: Sendable {
     /// A gap between rounds strictly longer than this means the process was stopped.
     public let suspensionLimit: Duration
     private var tracked: Tracked?
+    /// The episode the last ``StallObservation/ended(duration:)`` closed, until taken.
+    private var endedEpisode: StallEpisode?
 
     /// Creates a detector from a (validated) configuration.
     public init(configuration: WatchdogConfiguration) {
@@ -31,6 +38,54 @@ public struct StallDetector: Sendable {
     /// Whether a stall has been reported and has not ended yet.
     public var isInStall: Bool { (tracked?.stalledRounds ?? 0) > 0 }
 
+    /// The probe stamp of the busy period being watched (to ask the probe when it ended).
+    public var watchedStamp: MonotonicInstant? { tracked?.probeStamp }
+
+    /// The stall in progress, if any.
+    public var episode: StallEpisode? { tracked?.episode }
+
+    /// Records the report made for (or updated in) the episode in progress; ignored when there is none.
+    public mutating func record(report: StallReport) {
+        tracked?.episode?.report = report
+    }
+
+    /// Moves the episode's start to `start` when the loop itself said when its stalled job or tick
+    /// began (a NIO tick's start, a pool job's start told by its thread's CPU clock). The probe's
+    /// stamp stays what identifies the busy period.
+    public mutating func correctStart(to start: MonotonicInstant) {
+        guard var current = tracked else { return }
+        current.measuredFrom = start
+        current.episode?.start = start
+        tracked = current
+    }
+
+    /// Moves the start of the busy period being watched earlier, to `start`, when the probe's stamp
+    /// is only an upper bound of it (a ping is posted after the loop began its stalled work; the
+    /// previous answer is a lower bound). Ignored for another period than the one stamped `stamp`,
+    /// after a re-base (a stop), and for later instants.
+    public mutating func refineStart(ofPeriodSince stamp: MonotonicInstant, to start: MonotonicInstant) {
+        guard var current = tracked, current.probeStamp == stamp, current.measuredFrom == stamp, start < stamp else { return }
+        current.measuredFrom = start
+        current.episode?.start = start
+        tracked = current
+    }
+
+    /// The episode the last ``StallObservation/ended(duration:)`` (or a
+    /// ``StallObservation/resumedAfterSuspension`` that cut one short) closed; taken once.
+    public mutating func takeEndedEpisode() -> StallEpisode? {
+        defer { endedEpisode = nil }
+        return endedEpisode
+    }
+
+    /// The instants at which the busy period being watched becomes suspect and stalled (each
+    /// 1 ms past its limit: both are strict), while it is neither yet. The watchdog wakes at them,
+    /// so a stall is seen when it crosses the threshold, not up to a period later.
+    public var wakeTimes: [MonotonicInstant] {
+        guard let current = tracked, current.episode == nil else { return [] }
+        return [current.measuredFrom + suspicionThreshold + .milliseconds(1),
+                current.measuredFrom + threshold + .milliseconds(1)]
+    }
+
     /// Evaluates one round.
     ///
     /// - Parameters:
@@ -41,6 +96,8 @@ public struct StallDetector: Sendable {
     ///     round, as judged from evidence by the caller; that time is not counted as busy time.
     ///     `nil` when there is no evidence: then a gap longer than ``suspensionLimit`` is taken as a
     ///     stop and the busy period is re-based to `now`.
+    ///   - endedAt: when the busy period that began at the stamp last seen ended, if the probe
+    ///     recorded it: the stall's end is then exact rather than this round's `now`.
     /// - Returns: one observation. When a reported stall ends and a new busy period has already
     ///   begun, this round returns ``StallObservation/ended(duration:)`` and the new period is
     ///   judged from the next round on.
@@ -48,40 +105,48 @@ public struct StallDetector: Sendable {
         busySince: MonotonicInstant?,
         now: MonotonicInstant,
         previousRoundAt: MonotonicInstant?,
-        stoppedFor: Duration? = nil
+        stoppedFor: Duration? = nil,
+        endedAt: MonotonicInstant? = nil
     ) -> StallObservation {
         var shift: Duration = .zero
         if let stopped = stoppedFor {
             shift = max(stopped, .zero)
         } else if let previous = previousRoundAt, now - previous > suspensionLimit {
             // Time spent stopped is not time spent stalled; matrix resets the stamp the same way.
-            tracked = busySince.map { Tracked(probeStamp: $0, measuredFrom: now, stalledRounds: 0) }
+            endedEpisode = tracked?.episode
+            tracked = busySince.map { Tracked(probeStamp: $0, measuredFrom: now) }
             return .resumedAfterSuspension
         }
         guard let stamp = busySince else {
             defer { tracked = nil }
-            if let current = tracked, current.stalledRounds > 0 {
-                return .ended(duration: nonNegative(now - shifted(current.measuredFrom, by: shift, now: now)))
+            if let current = tracked, let episode = current.episode {
+                let start = shifted(current.measuredFrom, by: shift, now: now)
+                let end = Self.end(recorded: endedAt, from: start, latest: now)
+                endedEpisode = episode
+                return .ended(duration: nonNegative(end - start))
             }
             return .idle
         }
         if let current = tracked, current.probeStamp != stamp {
-            tracked = Tracked(probeStamp: stamp, measuredFrom: stamp, stalledRounds: 0)
-            if current.stalledRounds > 0 {
-                let end = min(stamp, now)
+            tracked = Tracked(probeStamp: stamp, measuredFrom: stamp)
+            if let episode = current.episode {
+                let end = Self.end(recorded: endedAt, from: current.measuredFrom, latest: min(stamp, now))
+                endedEpisode = episode
                 return .ended(duration: nonNegative(end - current.measuredFrom))
             }
         }
-        var current = tracked ?? Tracked(probeStamp: stamp, measuredFrom: stamp, stalledRounds: 0)
+        var current = tracked ?? Tracked(probeStamp: stamp, measuredFrom: stamp)
         current.measuredFrom = shifted(current.measuredFrom, by: shift, now: now)
+        current.episode?.start = current.measuredFrom
         // A stamp slightly after `now` is a benign race with the probe, not negative busy time.
         let elapsed = nonNegative(now - current.measuredFrom)
         defer { tracked = current }
         if elapsed > threshold {
-            current.stalledRounds += 1
-            if current.stalledRounds == 1 {
+            if current.episode == nil {
+                current.episode = StallEpisode(start: current.measuredFrom)
                 return .stalled(since: current.measuredFrom, elapsed: elapsed)
             }
+            current.episode?.stalledRounds += 1
             return .stillStalled(since: current.measuredFrom, elapsed: elapsed, round: current.stalledRounds)
         }
         return elapsed > suspicionThreshold ? .suspected(elapsed: elapsed) : .busy(elapsed: elapsed)
@@ -90,6 +155,23 @@ public struct StallDetector: Sendable {
     /// Forgets any busy period, e.g. when the loop is unregistered and registered again.
     public mutating func reset() {
         tracked = nil
+        endedEpisode = nil
+    }
+
+    /// Ends the episode in progress at `now` (the loop was unregistered, the watchdog stops):
+    /// returns it, closed, or `nil` when there was none.
+    public mutating func cutShort(at now: MonotonicInstant) -> (episode: StallEpisode, duration: Duration)? {
+        defer { reset() }
+        guard let current = tracked, let episode = current.episode else { return nil }
+        return (episode, episode.duration(endingAt: now))
+    }
+
+    /// The recorded end when it falls inside the episode (a probe's record of an older period
+    /// does not), else the latest instant the episode can have lasted to.
+    private static func end(recorded: MonotonicInstant?, from start: MonotonicInstant,
+                            latest: MonotonicInstant) -> MonotonicInstant {
+        guard let recorded, recorded >= start, recorded <= latest else { return latest }
+        return recorded
     }
 
     /// A start moved later by the time the process was stopped, never past `now`.

@@ -13,8 +13,9 @@ public enum StallObservation: Equatable, Sendable {
     /// A later round of a stall already reported by ``stalled(since:elapsed:)``; `round` is 2 for
     /// the second stalled round, and so on. Follow-up reports are up to ``StallFilter``.
     case stillStalled(since: MonotonicInstant, elapsed: Duration, round: Int)
-    /// A reported stall is over. `duration` runs from its start to the new busy stamp, or to
-    /// this round's `now` when the loop went idle — late by at most one check period.
+    /// A reported stall is over. `duration` runs from its start to the end the probe recorded
+    /// (`endedAt`), or else to the new busy stamp, or to this round's `now` when the loop went idle.
+    /// The closed episode is then available once from ``StallDetector/takeEndedEpisode()``.
     case ended(duration: Duration)
     /// This round came so long after the previous one that the process must have been stopped;
     /// any busy period was re-based to now and nothing is reported for the time spent stopped.

@@ -84,7 +84,8 @@ public struct StallReport: Sendable, Equatable, Codable {
     public var durationIsFinal: Bool
     /// The stall threshold in force, nanoseconds.
     public var thresholdNanoseconds: Int64
-    /// 0 for a stall's first report, n for the n-th follow-up annealing allowed.
+    /// The version of this report: 0 when first made, n after its n-th rewrite. A stall has one
+    /// report (one id), rewritten while it lasts and made final when it ends.
     public var sequenceInStall: Int
     /// Stack samples the call tree was built from.
     public var sampleCount: Int

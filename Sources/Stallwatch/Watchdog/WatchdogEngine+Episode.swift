@@ -1,0 +1,292 @@
+import CSampler
+import Glibc
+import StallwatchPolicy
+
+/// One loop per round: the detector's verdict, sampling, evidence, and the one report of each stall
+/// episode. The detector owns the episode (its start, rounds, deadlines and report); this gathers
+/// what the report needs and hands it to the ``ReportBuilder``.
+extension WatchdogEngine {
+    /// How long a stall's end waits for the loop's report of the tick that ended it.
+    static let tickWait = Duration.milliseconds(100)
+
+    /// Returns `false` while a stall's end waits for the loop's tick report: no new ping then, or
+    /// it would stand for the stalled period.
+    @discardableResult
+    func step(_ m: LoopMonitor, now: MonotonicInstant, stoppedFor: Duration?) -> Bool {
+        let busySince = m.source.busySince
+        var endedAt = m.detector.watchedStamp.flatMap { m.source.end(ofPeriodSince: $0) }
+        if busySince == nil, m.inStall, case .ping(let probe) = m.source, let posted = m.detector.watchedStamp,
+           let answered = endedAt {
+            // The tick that ran the ping is reported right after it ends: wait a little for it
+            // rather than close the stall with the ping's view of it.
+            if probe.awaitsTick(after: answered), now - answered < Self.tickWait { return false }
+            if let bounds = probe.tickBounds(posted: posted, answered: answered) {
+                // The loop said when its stalled tick began and ended: better than the ping's view.
+                if let start = bounds.start { m.detector.correctStart(to: start) }
+                endedAt = bounds.end
+            }
+        }
+        let observation = m.detector.evaluate(busySince: busySince, now: now, previousRoundAt: previousRound,
+                                              stoppedFor: stoppedFor, endedAt: endedAt)
+        if let busySince, case .ping(let probe) = m.source {
+            m.detector.refineStart(ofPeriodSince: busySince,
+                                   to: probe.estimatedStart(posted: busySince, pingPeriod: schedule.pingPeriod))
+        }
+        let thread = m.source.thread
+        switch observation {
+        case .idle:
+            m.forgetBusyPeriod(keepRing: configuration.sampleContinuously)
+        case .busy:
+            refreshBaseline(m, thread: thread, stamp: busySince, now: now)
+            if configuration.sampleContinuously { collect(m, thread: thread) }
+        case .suspected:
+            refreshBaseline(m, thread: thread, stamp: busySince, now: now)
+            collect(m, thread: thread)
+            noteEvidence(m, thread: thread, stamp: busySince)
+        case .stalled(let since, let elapsed), .stillStalled(let since, let elapsed, _):
+            refreshBaseline(m, thread: thread, stamp: busySince, now: now)
+            collect(m, thread: thread)
+            noteEvidence(m, thread: thread, stamp: busySince)
+            report(m, thread: thread, stamp: busySince, start: since, elapsed: elapsed, now: now)
+        case .ended(let duration):
+            if let episode = m.detector.takeEndedEpisode() { finish(m, episode, duration: duration) }
+            m.filter.stallEnded()
+            m.forgetBusyPeriod(keepRing: false)
+        case .resumedAfterSuspension:
+            logger.debug("process was stopped; busy stamps re-based", metadata: ["loop": "\(m.source.name)"])
+            if let episode = m.detector.takeEndedEpisode() {
+                finish(m, episode, duration: episode.duration(endingAt: previousRound ?? now))
+            }
+            m.filter.stallEnded()
+            m.forgetBusyPeriod(keepRing: false)
+        }
+        return true
+    }
+
+    /// Closes a stall cut short (the loop was unregistered, the watchdog stopped).
+    func cutShort(_ m: LoopMonitor, now: MonotonicInstant) {
+        if let (episode, duration) = m.detector.cutShort(at: now) { finish(m, episode, duration: duration) }
+        finishBusyLoopReport(m, at: now)
+        if case .heartbeat(let probe) = m.source { finishFeedbackReports(of: probe, in: m, now: now, cutShort: true) }
+        m.forgetBusyPeriod(keepRing: false)
+    }
+
+    private func refreshBaseline(_ m: LoopMonitor, thread: ThreadID?, stamp: MonotonicInstant?, now: MonotonicInstant) {
+        guard let thread, let stamp else { return }
+        if m.baseline?.stamp != stamp || m.baseline?.thread != thread {
+            m.baseline = ThreadBaseline.take(thread, stamp: stamp, now: now)
+        }
+    }
+
+    /// Adds fresh samples: the timer ring's (taken while the thread ran) and, when the thread is
+    /// blocked in a system call, one recovered from its kernel-reported SP/PC (never a signal).
+    private func collect(_ m: LoopMonitor, thread: ThreadID?) {
+        guard let thread else { return }
+        if maySignal, m.ring == nil || m.ring?.thread != thread {
+            m.stopSampling()
+            do {
+                m.ring = try SamplingRing(sampler: sampler, thread: thread, interval: samplingIntervalForNewRing(),
+                                          clock: .threadCPU, capacity: max(configuration.ringCapacity, 1),
+                                          maxFrames: configuration.maxFrames)
+            } catch {
+                // Once per thread: a loop thread that blocks the signal (or is gone) is still
+                // watched and classified, just not sampled while it runs.
+                if m.unsampledThread != thread {
+                    m.unsampledThread = thread
+                    logger.warning("cannot sample loop thread", metadata: [
+                        "loop": "\(m.source.name)", "thread": "\(thread.rawValue)", "error": "\(error)"])
+                }
+            }
+        }
+        if let ring = m.ring { add(ring.drain(), to: m) }
+        if let blocked = try? sampler.captureBlockedStack(of: thread) { add([blocked], to: m) }
+    }
+
+    /// Keeps new samples of a loop's thread, counted in the metrics.
+    private func add(_ stacks: [CapturedStack], to m: LoopMonitor) {
+        guard !stacks.isEmpty else { return }
+        metrics?.recordSamples(count: stacks.count, handlerTime: stacks.reduce(.zero) { $0 + $1.handlerTime })
+        m.append(stacks)
+    }
+
+    /// Reads the thread's state, CPU and run-queue wait, and keeps them only if the busy period was
+    /// still running once they were read: a stall's cause comes from the stall, never from what its
+    /// thread did after it (a pool thread back in its idle futex read as `lockWait`).
+    private func noteEvidence(_ m: LoopMonitor, thread: ThreadID?, stamp: MonotonicInstant?) {
+        guard let thread, let stamp else { return }
+        let gathered = StallEvidence.gather(thread: thread, baseline: m.baseline, now: MonotonicClock.now(),
+                                            threadCount: (try? ThreadList.count()) ?? 0)
+        guard stillRunning(m, thread: thread, stamp: stamp, blockedIn: gathered.evidence.syscall) else { return }
+        m.evidence = gathered
+    }
+
+    /// Whether the busy period stamped `stamp` still runs on `thread`. For a pool thread blocked
+    /// in a system call, its stack must still be inside a job: the watcher's view is a scan old.
+    private func stillRunning(_ m: LoopMonitor, thread: ThreadID, stamp: MonotonicInstant, blockedIn syscall: Int?) -> Bool {
+        guard m.source.busySince == stamp, m.source.thread == thread else { return false }
+        guard let accepts = m.accepts, syscall != nil else { return true }
+        guard let stack = try? sampler.captureBlockedStack(of: thread) else { return false }
+        return accepts(stack)
+    }
+
+    private func cause(of m: LoopMonitor) -> StallCause? {
+        m.evidence.map { CauseClassifier(configuration: configuration).classify($0.evidence) }
+    }
+
+    // MARK: - the episode's one report
+
+    /// The first report of an episode, or an update of it (same id) when its blamed path changed.
+    private func report(_ m: LoopMonitor, thread loopThread: ThreadID?, stamp: MonotonicInstant?,
+                        start: MonotonicInstant, elapsed: Duration, now: MonotonicInstant) {
+        if let existing = m.detector.episode?.report {
+            update(m, existing, start: start, elapsed: elapsed)
+            return
+        }
+        guard let thread = loopThread else { return }
+        var captureFailure: String?
+        if m.samples.isEmpty {
+            captureFailure = captureOnce(m, thread: thread, stamp: stamp)
+        }
+        let tree = CallTree(samples: m.samples.map(builder.stackSample))
+        let signature = signature(of: m)
+        // No stack at all is no reason for silence: the cause and the duration are evidence.
+        let stackRequired = tree.sampleCount > 0
+        // The filter judges an episode, not a round: rounds come every 40 ms, and each call counts
+        // a filtered or rate-limited report. A stall cut by the rate cap stays cut; one filtered
+        // for its (trivial) stack is judged again only once its stack says more.
+        switch m.filtered {
+        case .rateLimited?: return
+        case .trivialStack? where signature.depth <= 1 && stackRequired: return
+        default: break
+        }
+        // Annealing counts check periods since the threshold, whatever the round rate.
+        let periods = Int(((elapsed - configuration.threshold) / configuration.checkPeriod).rounded(.down)) + 1
+        let decision = m.filter.evaluate(signature, round: max(periods, 1), now: now, stackRequired: stackRequired,
+                                         stackWhole: m.samples.allSatisfy(\.isWhole))
+        guard case .report(let counters) = decision else {
+            if case .filtered(let reason) = decision {
+                if !Self.sameKind(m.filtered, reason) {
+                    emit(.filtered(loop: m.source.name, reason: reason))
+                    logger.debug("stall filtered", metadata: ["loop": "\(m.source.name)", "reason": "\(reason)"])
+                }
+                m.filtered = reason
+            }
+            return
+        }
+        var cause = cause(of: m) ?? StallCause(
+            kind: .unknown, evidence: "the thread's state could not be read while the stall lasted")
+        if tree.sampleCount == 0 {
+            cause.evidence += "; no stack yet (\(captureFailure ?? "no sample")): the final report holds the samples taken later"
+        }
+        let facts = roundFacts(now: now)
+        let report = builder.stallReport(
+            id: nextReportID(),
+            ReportBuilder.StallFacts(
+                loopName: m.source.name, thread: thread, start: start, elapsed: elapsed, cause: cause,
+                evidence: m.evidence, round: facts, processCPUPercent: processCPUPercent(facts, now: now),
+                counters: counters, lateness: lateness,
+                sampling: m.ring != nil ? SamplingFacts(interval: sampling.interval, reason: sampling.reason) : nil),
+            samples: m.samples)
+        m.detector.record(report: report)
+        m.reportedSignature = signature
+        deliver(report)
+    }
+
+    private static func sameKind(_ a: FilterReason?, _ b: FilterReason) -> Bool {
+        switch (a, b) {
+        case (.trivialStack?, .trivialStack), (.annealing?, .annealing), (.rateLimited?, .rateLimited): true
+        default: false
+        }
+    }
+
+    /// Rewrites the episode's report when what it blames changed, or when it had no stack and now
+    /// has one: the same id, a higher ``StallReport/sequenceInStall``, no new event.
+    private func update(_ m: LoopMonitor, _ existing: StallReport, start: MonotonicInstant, elapsed: Duration) {
+        guard !m.samples.isEmpty else { return }
+        let signature = signature(of: m)
+        if existing.sampleCount > 0, let last = m.reportedSignature, signature.isSameStall(as: last) { return }
+        let next = builder.updated(existing, start: start, duration: elapsed, final: false, samples: m.samples,
+                                   cause: cause(of: m))
+        m.detector.record(report: next)
+        m.reportedSignature = signature
+        writer?.submit(next)
+        logger.debug("stall report updated", metadata: ["loop": "\(m.source.name)", "id": "\(next.id)"])
+    }
+
+    /// A stall is identified by the path most of its newest samples share. Recovered leaf callers
+    /// are left out: a guess in some samples and not others is not another stall.
+    private func signature(of m: LoopMonitor) -> StackSignature {
+        let recent = m.recentSamples(configuration.ringCapacity)
+        let identity = StackSignature(dominantPathOf: CallTree(samples: recent.map(builder.identitySample)))
+        // A stack too short to leave an identity is still judged (trivial or not) by its frames.
+        return identity.depth > 1 ? identity : StackSignature(dominantPathOf: CallTree(samples: recent.map(builder.stackSample)))
+    }
+
+    /// One capture of a stalled thread with no sample yet (runnable but not running, or not yet
+    /// sampled), kept only if the stall still runs. Bounded per round: a starved thread may not get
+    /// a CPU to answer, and with many loops stalled at once the others' detection would wait for
+    /// every timeout in turn. Returns why there is no capture, if there is none.
+    private func captureOnce(_ m: LoopMonitor, thread: ThreadID, stamp: MonotonicInstant?) -> String? {
+        let remaining = captureBudget.remaining(at: MonotonicClock.now())
+        if maySignal && remaining < .milliseconds(1) {
+            return captureBudget.exhaustedReason(for: m.source.identity)
+        }
+        do {
+            let one = try maySignal ? sampler.captureStack(of: thread, timeout: min(.milliseconds(20), remaining))
+                                    : sampler.captureBlockedStack(of: thread)
+            if maySignal { captureBudget.spend(by: m.source.identity, name: m.source.name) }
+            guard let stamp, m.source.busySince == stamp else { return "the stall ended while its stack was taken" }
+            add([one], to: m)
+            return nil
+        } catch {
+            if maySignal { captureBudget.spend(by: m.source.identity, name: m.source.name) }
+            return signalLost?.description ?? "\(error)"
+        }
+    }
+
+    /// Closes an episode: announces its end and makes its report final — the exact duration, the
+    /// call tree of every sample taken during the stall, and the cause from the newest evidence
+    /// read while it lasted.
+    private func finish(_ m: LoopMonitor, _ episode: StallEpisode, duration: Duration) {
+        guard let report = episode.report else { return }
+        emit(.stallEnded(loop: m.source.name, thread: report.thread.map { ThreadID(rawValue: $0.id) }, duration: duration))
+        logger.info("stall ended", metadata: ["loop": "\(m.source.name)", "duration": "\(duration)", "id": "\(report.id)"])
+        let final = builder.updated(report, start: episode.start, duration: duration, final: true, samples: m.samples,
+                                    cause: cause(of: m))
+        writer?.submit(final)
+    }
+
+    private func processCPUPercent(_ facts: RoundFacts, now: MonotonicInstant) -> Double {
+        guard let last = lastProcessCPU, let at = lastCPUAt, let cpu = facts.process?.cpuTime, now > at else { return 0 }
+        return (cpu - last) / (now - at) * 100
+    }
+
+    private func roundFacts(now: MonotonicInstant) -> RoundFacts {
+        if let cached = cachedRoundFacts, cached.at == now { return cached }
+        let threads = (try? ThreadList.current()) ?? []
+        var others: [ThreadStack]?
+        if case .walkAllThreads = ThreadCountPolicy(cutoff: configuration.threadCountCutoff).evaluate(threadCount: threads.count) {
+            others = builder.otherThreads(except: [ownThread], threads: threads, maySignal: maySignal,
+                                          deadline: MonotonicClock.now() + schedule.captureTime)
+        }
+        let facts = RoundFacts(at: now, threads: threads, otherThreads: others, process: try? ProcessStats.current(),
+                               topology: ReportBuilder.numaFacts(stalledThread: nil).nodes)
+        cachedRoundFacts = facts
+        return facts
+    }
+
+    func deliver(_ report: StallReport) {
+        writer?.submit(report)
+        let top = report.blamedStack.isEmpty ? "?" : report.blamedSummary(frames: 1)
+        if report.kind == .stall {
+            logger.warning("stall", metadata: [
+                "loop": "\(report.loopName ?? "?")", "cause": "\(report.cause?.kind.rawValue ?? "?")",
+                "duration": "\(report.duration)", "blamed": "\(top)", "id": "\(report.id)",
+            ])
+            emit(.stall(report))
+        } else {
+            logger.warning("high CPU", metadata: ["kind": "\(report.kind.rawValue)", "id": "\(report.id)"])
+            emit(.cpu(report))
+        }
+    }
+}
