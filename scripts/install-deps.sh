@@ -5,6 +5,9 @@ set -euo pipefail
 need=(libunwind-dev libnuma-dev zlib1g-dev liblzma-dev)
 # The Prometheus end-to-end test and the consumer check.
 need+=(prometheus curl)
+# The fault-injection matrix (scripts/stall-matrix.sh): C libraries built without frame pointers,
+# linked by Examples/BlockingWork, and wrk for load on the servers.
+need+=(libssl-dev libsqlite3-dev wrk)
 # Real consumers of the exports, used by tests: go tool pprof, protoc --decode, headless Chromium;
 # libc6-dbg names libc's internal frames (/usr/lib/debug/.build-id).
 need+=(golang-go protobuf-compiler chromium libc6-dbg binutils xz-utils)
@@ -12,7 +15,7 @@ need+=(golang-go protobuf-compiler chromium libc6-dbg binutils xz-utils)
 # and qemu-user are for scripts/cross-arch.sh: CSampler built for aarch64 and run under emulation.
 need+=(gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libunwind-dev:arm64 libnuma-dev:arm64)
 if [ "${1:-}" = "--bench" ]; then
-  need+=(libgoogle-perftools-dev wrk)
+  need+=(libgoogle-perftools-dev)
 fi
 missing=()
 for p in "${need[@]}"; do
