@@ -364,6 +364,12 @@ def print_table(rows, goals, runs):
         print(f"{r['case']:<26}{r['n']:>4}{r['once']:>6}{r['twicePlus']:>4}{r['missed']:>5}{r['rightLoop']:>6}"
               f"{r['rightCause']:>6}{r['function']:>5}{fmt(r['startP99'], 8)}{fmt(r['durationP99'], 7)}"
               f"{fmt(r['latencyP99'], 6)}{share(r['belowReported'], r['below']):>7}  {','.join(r['causes'])}")
+    # Near the threshold is where stalls are lost: the same counts by requested length.
+    for multiplier in MULTIPLIERS:
+        entries = [i for run in runs for i in run["injections"] if i["multiplier"] == multiplier]
+        counts = [i["eval"]["count"] for i in entries]
+        print(f"{multiplier}x threshold ({int(THRESHOLD_MS * multiplier)} ms): {len(entries)} injected, "
+              f"{sum(c == 1 for c in counts)} once, {sum(c >= 2 for c in counts)} twice+, {sum(c == 0 for c in counts)} missed")
     for run in runs:
         first = next((i for i in run["injections"] if i["first"]), None)
         if first:
