@@ -175,12 +175,18 @@ def run_server(name, binary, args, rng, work_dir):
     rng.shuffle(plan)
     print(f"matrix: {name}: {len(plan)} stalls, seed {args.seed}", flush=True)
     started = time.monotonic()
-    server = Server(name, binary, report_dir)
+    try:
+        server = Server(name, binary, report_dir)
+    except OSError as e:
+        raise Structural(f"{name}: cannot start {binary}: {e}")
     injections = []
     load = None
     try:
-        if not server.ready.wait(120):
-            raise Structural(f"{name}: no 'listening on' line in 120 s: {[l for _, l in server.lines[-5:]]}")
+        deadline = time.monotonic() + 120
+        while not server.ready.wait(0.2) and server.proc.poll() is None and time.monotonic() < deadline:
+            pass
+        if not server.ready.is_set():
+            raise Structural(f"{name}: no 'listening on' line (exit {server.proc.poll()}): {[l for _, l in server.lines[-5:]]}")
         # Light load on other routes for the whole injection phase, sized to outlast it.
         load = wrk(server.port, len(plan) * 4 + 60, True, os.path.dirname(report_dir))
         for index, (where, prefix, kind, multiplier) in enumerate(plan):
