@@ -18,6 +18,8 @@ if [ "$build" = 1 ]; then
     swift build --package-path "Examples/$example" -Xcc -Werror -Xcc -Wall -Xcc -Wextra
   done
 fi
+# The harness's own matching and scoring first: a bug there would pass for a verdict on Stallwatch.
+python3 Tests/EndToEnd/matrix_selftest.py > /dev/null || { python3 Tests/EndToEnd/matrix_selftest.py; exit 2; }
 mkdir -p .build/stall-matrix
 limit=1800
 case " ${args[*]-} " in *" --full "*) limit=14400 ;; esac
