@@ -4,6 +4,7 @@ harness bug: no server, no clock, runs in well under a second. Exits non-zero on
 import os
 import sys
 
+sys.dont_write_bytecode = True   # no __pycache__ left in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import matrix  # noqa: E402
 
