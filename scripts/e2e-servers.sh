@@ -7,7 +7,13 @@ for example in HummingbirdServer NIOServer VaporServer; do
   echo "e2e: building Examples/$example"
   swift build --package-path "Examples/$example" -Xcc -Werror -Xcc -Wall -Xcc -Wextra
 done
-exec timeout 600 python3 Tests/EndToEnd/servers.py \
+status=0
+timeout 600 python3 Tests/EndToEnd/servers.py \
   "hummingbird=Examples/HummingbirdServer/.build/debug/HummingbirdServer" \
   "nio=Examples/NIOServer/.build/debug/NIOServer" \
-  "vapor=Examples/VaporServer/.build/debug/VaporServer"
+  "vapor=Examples/VaporServer/.build/debug/VaporServer" || status=$?
+# The fault-injection matrix's short form, on the servers just built: it prints the table and its
+# goal verdicts; it fails only on structural problems (a server that does not start, an injection
+# route that answers wrongly), since many goals still MISS while the watchdog is being fixed.
+scripts/stall-matrix.sh --no-build || status=$?
+exit "$status"

@@ -5,8 +5,10 @@ set -euo pipefail
 need=(libunwind-dev libnuma-dev zlib1g-dev liblzma-dev)
 # The Prometheus end-to-end test and the consumer check.
 need+=(prometheus curl)
-# Debian's own libraries without frame pointers, called by the foreign-library stall tests.
-need+=(libssl-dev libsqlite3-dev)
+# Debian's own libraries without frame pointers: called by the foreign-library stall tests and
+# linked by Examples/BlockingWork for the fault-injection matrix (scripts/stall-matrix.sh); wrk
+# loads the servers there.
+need+=(libssl-dev libsqlite3-dev wrk)
 # Real consumers of the exports, used by tests: go tool pprof, protoc --decode, headless Chromium;
 # libc6-dbg names libc's internal frames (/usr/lib/debug/.build-id).
 need+=(golang-go protobuf-compiler chromium libc6-dbg binutils xz-utils)
@@ -14,7 +16,7 @@ need+=(golang-go protobuf-compiler chromium libc6-dbg binutils xz-utils)
 # and qemu-user are for scripts/cross-arch.sh: CSampler built for aarch64 and run under emulation.
 need+=(gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libunwind-dev:arm64 libnuma-dev:arm64)
 if [ "${1:-}" = "--bench" ]; then
-  need+=(libgoogle-perftools-dev wrk)
+  need+=(libgoogle-perftools-dev)
 fi
 missing=()
 for p in "${need[@]}"; do

@@ -14,3 +14,6 @@ func lockingHandler(milliseconds: Int) { blockOnLock(milliseconds: milliseconds)
 
 @inline(never)
 func socketReadingHandler(milliseconds: Int) { blockOnSocketRead(milliseconds: milliseconds) }
+
+@inline(never)
+func injectingHandler(kind: String, milliseconds: Int) -> String? { runInjection(kind: kind, milliseconds: milliseconds) }

@@ -22,4 +22,12 @@ func addRoutes(to router: Router<BasicRequestContext>) {
         }
         return "blocked \(kind) \(milliseconds) ms\n"
     }
+    // The fault-injection matrix's labelled stalls, as pool jobs; the answer says when and where.
+    router.get("/inject/:kind") { request, context -> String in
+        let milliseconds = request.uri.queryParameters.get("ms", as: Int.self) ?? 1500
+        guard let answer = injectingHandler(kind: context.parameters.get("kind") ?? "", milliseconds: milliseconds) else {
+            throw HTTPError(.notFound)
+        }
+        return answer
+    }
 }

@@ -34,6 +34,18 @@ final class BlockingHTTPHandler: ChannelInboundHandler {
         case "/block/cpu": computeOnEventLoop(milliseconds: milliseconds)
         case "/block/lock": waitForLockOnEventLoop(milliseconds: milliseconds)
         case "/block/socket": readSocketOnEventLoop(milliseconds: milliseconds)
+        case "/inject/future":
+            body = timedInjection(kind: "future", milliseconds: milliseconds) {
+                computeInFutureChain(on: context.eventLoop, milliseconds: milliseconds)
+            }
+        case _ where path.hasPrefix("/inject/"):
+            // The matrix's labelled stalls, on this event loop; the answer says when and where.
+            if let answer = injectOnEventLoop(kind: String(path.dropFirst("/inject/".count)), milliseconds: milliseconds) {
+                body = answer
+            } else {
+                status = .notFound
+                body = "not found\n"
+            }
         default:
             status = .notFound
             body = "not found\n"
@@ -57,6 +69,25 @@ final class BlockingHTTPHandler: ChannelInboundHandler {
 
     @inline(never)
     func waitForLockOnEventLoop(milliseconds: Int) { blockOnLock(milliseconds: milliseconds) }
+
+    @inline(never)
+    func injectOnEventLoop(kind: String, milliseconds: Int) -> String? {
+        runInjection(kind: kind, milliseconds: milliseconds)
+    }
+
+    /// A chain of already-completed futures: every step runs at once, inside this one loop tick.
+    @inline(never)
+    func computeInFutureChain(on eventLoop: any EventLoop, milliseconds: Int) {
+        let steps = 10
+        var future = eventLoop.makeSucceededFuture(0)
+        for _ in 0..<steps {
+            future = future.map { (n: Int) -> Int in
+                blockOnCPU(milliseconds: milliseconds / steps)
+                return n + 1
+            }
+        }
+        _ = future
+    }
 
     @inline(never)
     func readSocketOnEventLoop(milliseconds: Int) { blockOnSocketRead(milliseconds: milliseconds) }

@@ -17,4 +17,20 @@ func addRoutes(to app: Application) {
         }
         return "blocked \(kind) \(milliseconds) ms\n"
     }
+    // The fault-injection matrix's labelled stalls, as pool jobs (async) and, from a synchronous
+    // closure, on Vapor's event loop itself; the answer says when and where.
+    app.get("inject", ":kind") { request async throws -> String in
+        let milliseconds = request.query[Int.self, at: "ms"] ?? 1500
+        guard let answer = injectingHandler(kind: request.parameters.get("kind") ?? "", milliseconds: milliseconds) else {
+            throw Abort(.notFound)
+        }
+        return answer
+    }
+    app.get("inject-loop", ":kind") { request throws -> String in
+        let milliseconds = request.query[Int.self, at: "ms"] ?? 1500
+        guard let answer = injectingHandler(kind: request.parameters.get("kind") ?? "", milliseconds: milliseconds) else {
+            throw Abort(.notFound)
+        }
+        return answer
+    }
 }

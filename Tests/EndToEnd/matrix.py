@@ -1,0 +1,466 @@
+#!/usr/bin/env python3
+"""The labelled fault-injection matrix (issue 18): known stalls injected into real servers, every
+report matched to the stall it belongs to.
+
+Starts each example server (Examples/) on 127.0.0.1 with its reports in a fresh directory, then
+asks its injection route (`/inject/<kind>?ms=N`; Vapor also `/inject-loop/<kind>`, a synchronous
+route that runs on the event loop) for stalls of each kind at 0.7x, 1.2x, 1.5x and 3x the
+threshold, in a shuffled order, at random phases (random idle gaps), the first one right after
+the server listens, with light wrk load on `/` meanwhile. Each answer carries the blocking call's
+own wall/monotonic start and end and the tid it ran on. Afterwards a run of full wrk load with no
+injection counts false positives, the server is stopped (reports flushed) and every stall report is
+matched to an injection: same thread and overlapping time (else overlapping time only, then the
+loop is wrong), or to none (a false positive).
+
+Prints a confusion table per case (server, where, kind) and a PASS/MISS verdict per goal of the
+issue's Acceptance list; writes everything as JSON (--json). Exit status: 2 on a structural
+problem (a server that does not start or dies, an injection route that answers wrongly, a server
+with no matched report at all); with --strict also 1 when any goal is a MISS; else 0.
+
+Usage: matrix.py [--full] [--strict] [--reps N] [--fp-seconds S] [--json PATH] NAME=BINARY ...
+(NAME is hummingbird, nio or vapor; see scripts/stall-matrix.sh)
+"""
+import argparse
+import http.client
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+THRESHOLD_MS = 500
+MULTIPLIERS = [0.7, 1.2, 1.5, 3.0]
+TOLERANCE_MS = 50          # the Acceptance list's bound for start/duration error and event latency
+CPU = {"cpuBound"}
+# What each kind does to its thread, and the causes that say so truthfully.
+KINDS = {
+    "cpu": CPU, "json": CPU, "pbkdf2": CPU, "zlib": CPU, "sqlite": CPU, "regex": CPU, "qsort": CPU,
+    "recursion": CPU, "future": CPU,
+    "sleep": {"sleeping"},
+    "semaphore": {"lockWait"}, "mutex": {"lockWait"},
+    "socket": {"networkIO"},
+    "pipe": {"networkIO", "blockedInSyscall"},   # a pipe is no socket: generic I/O wait is true too
+    "fsync": {"diskIO"},
+    "bigfile": {"diskIO", "cpuBound"},           # a fast virtual disk makes the copy the cost
+}
+# The function each kind must be blamed on (Examples/BlockingWork `injectionFunctions`).
+FUNCTIONS = {
+    "cpu": "blockOnCPU", "json": "encodeBigJSON", "pbkdf2": "hashPassword", "sleep": "blockInSleep",
+    "semaphore": "waitOnSemaphore", "mutex": "blockOnLock", "socket": "blockOnSocketRead",
+    "pipe": "blockOnPipeRead", "fsync": "fsyncStorm", "bigfile": "readBigFile",
+    "zlib": "compressWithZlib", "sqlite": "queryRecursiveSQLite", "regex": "matchWithRegex",
+    "qsort": "sortWithCComparator", "recursion": "recurseThenCompute", "future": "computeInFutureChain",
+}
+COMMON = [k for k in KINDS if k != "future"]
+# Per server: (where the stall runs, route prefix, kinds). "pool" = a job on the cooperative pool.
+TARGETS = {
+    "hummingbird": [("pool", "/inject/", COMMON)],
+    "nio": [("loop", "/inject/", COMMON + ["future"])],
+    "vapor": [("pool", "/inject/", COMMON), ("loop", "/inject-loop/", COMMON)],
+}
+
+
+def right_loop_name(where, loop):
+    return loop == "cooperative-pool-job" if where == "pool" else loop.startswith("nio-loop-")
+
+
+class Structural(Exception):
+    """The harness cannot measure: not a verdict on Stallwatch."""
+
+
+class Server:
+    def __init__(self, name, binary, report_dir):
+        self.name = name
+        env = dict(os.environ, PORT="0", STALLWATCH_REPORT_DIR=report_dir, STALLWATCH_THRESHOLD_MS=str(THRESHOLD_MS))
+        self.proc = subprocess.Popen([binary], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines = []          # (receipt wall ns, line)
+        self.port = None
+        self.ready = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append((time.time_ns(), line.rstrip("\n")))
+            if line.startswith("listening on 127.0.0.1:"):
+                self.port = int(line.rsplit(":", 1)[1])
+                self.ready.set()
+
+    def stall_event_times(self):
+        """report id -> wall ns at which its first stall event line reached us."""
+        out = {}
+        for t, line in list(self.lines):
+            if line.startswith("{"):
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if event.get("event") == "stall" and event.get("id") and event["id"] not in out:
+                    out[event["id"]] = t
+        return out
+
+    def get(self, path, timeout=30):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request("GET", path)
+            response = conn.getresponse()
+            return response.status, response.read().decode("utf-8", "replace")
+        finally:
+            conn.close()
+
+    def stop(self, timeout=20):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return None
+
+
+def wrk(port, seconds, paced, script_dir):
+    """wrk on `/` for `seconds`: paced = ~100 requests/s per connection (Lua delay), else flat out."""
+    args = ["wrk", "-t1", "-c2" if paced else "-c4", f"-d{max(1, int(seconds))}s", "--timeout", "10s"]
+    if paced:
+        script = os.path.join(script_dir, "paced.lua")
+        with open(script, "w") as f:
+            f.write("function delay()\n  return 10\nend\n")
+        args += ["-s", script]
+    return subprocess.Popen(args + [f"http://127.0.0.1:{port}/"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def stop_process(proc, timeout=15):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        return proc.communicate(timeout=timeout)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()[0]
+
+
+def read_reports(directory):
+    reports = []
+    if not os.path.isdir(directory):
+        return reports
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(directory, name)) as f:
+                report = json.load(f)
+        except (OSError, ValueError):
+            continue
+        report["_file"] = name
+        reports.append(report)
+    return reports
+
+
+def run_server(name, binary, args, rng, work_dir):
+    report_dir = os.path.join(work_dir, name, "reports")
+    os.makedirs(os.path.dirname(report_dir), exist_ok=True)
+    plan = []
+    for where, prefix, kinds in TARGETS[name]:
+        for kind in kinds:
+            if args.kinds and kind not in args.kinds.split(","):
+                continue
+            for multiplier in MULTIPLIERS:
+                for _ in range(args.reps):
+                    plan.append((where, prefix, kind, multiplier))
+    rng.shuffle(plan)
+    print(f"matrix: {name}: {len(plan)} stalls, seed {args.seed}", flush=True)
+    started = time.monotonic()
+    try:
+        server = Server(name, binary, report_dir)
+    except OSError as e:
+        raise Structural(f"{name}: cannot start {binary}: {e}")
+    injections = []
+    load = None
+    try:
+        deadline = time.monotonic() + 120
+        while not server.ready.wait(0.2) and server.proc.poll() is None and time.monotonic() < deadline:
+            pass
+        if not server.ready.is_set():
+            raise Structural(f"{name}: no 'listening on' line (exit {server.proc.poll()}): {[l for _, l in server.lines[-5:]]}")
+        # Light load on other routes for the whole injection phase, sized to outlast it.
+        load = wrk(server.port, len(plan) * 4 + 60, True, os.path.dirname(report_dir))
+        for index, (where, prefix, kind, multiplier) in enumerate(plan):
+            if index > 0:  # random phase against the watchdog's rounds; the first comes at once
+                time.sleep(rng.uniform(0.3, 0.3 + THRESHOLD_MS / 1000))
+            ms = int(round(THRESHOLD_MS * multiplier))
+            try:
+                status, body = server.get(f"{prefix}{kind}?ms={ms}")
+            except OSError as e:
+                raise Structural(f"{name}: {prefix}{kind}?ms={ms} failed: {e!r}; server exit {server.proc.poll()}")
+            if status != 200:
+                raise Structural(f"{name}: {prefix}{kind}?ms={ms} answered {status}: {body[:200]}")
+            try:
+                answer = json.loads(body)
+            except ValueError:
+                raise Structural(f"{name}: {prefix}{kind} answered no JSON: {body[:200]}")
+            answer.update(server=name, where=where, multiplier=multiplier, first=index == 0, index=index)
+            injections.append(answer)
+            if args.verbose:
+                print(f"  {name} {where} {kind} {ms} ms on {answer['tid']} ({answer['thread']})", flush=True)
+        stop_process(load)
+        load = None
+        time.sleep(3)   # reports of the last stall are final once it has been seen to end
+        before = {r["_file"] for r in read_reports(report_dir)}
+        fp_start = time.time_ns()
+        flat_out = wrk(server.port, args.fp_seconds, False, os.path.dirname(report_dir))
+        wrk_output = stop_process(flat_out, timeout=args.fp_seconds + 30)
+        time.sleep(2)
+        fp_files = sorted({r["_file"] for r in read_reports(report_dir)} - before)
+        code = server.stop()
+        if code is None:
+            raise Structural(f"{name}: did not stop within 20 s of SIGTERM")
+    finally:
+        if load is not None:
+            stop_process(load)
+        server.stop()
+    reports = read_reports(report_dir)
+    return {
+        "server": name, "injections": injections, "reports": reports, "eventTimes": server.stall_event_times(),
+        "noInjectionRun": {"seconds": args.fp_seconds, "startWallNs": fp_start, "reportFiles": fp_files,
+                           "wrk": (wrk_output or "").strip().splitlines()[-3:]},
+        "exitCode": code, "seconds": time.monotonic() - started,
+    }
+
+
+def match(run):
+    """Each stall report to the injection it belongs to (or none): fills injection['reports']."""
+    injections = run["injections"]
+    for injection in injections:
+        injection["reports"] = []
+    unmatched = []
+    slack = 100 * 1_000_000
+    no_injection = set(run["noInjectionRun"]["reportFiles"])   # counted as false positives there
+    for report in run["reports"]:
+        if report.get("kind") != "stall" or report["_file"] in no_injection:
+            continue
+        start = report.get("startTimeUnixNanoseconds", 0)
+        end = start + report.get("durationNanoseconds", 0)
+        tid = (report.get("thread") or {}).get("id")
+        overlapping = [i for i in injections if start <= i["wallEndNs"] + slack and end >= i["wallStartNs"] - slack]
+        same_thread = [i for i in overlapping if i["tid"] == tid]
+        candidates = same_thread or overlapping
+        if not candidates:
+            unmatched.append(report)
+            continue
+        best = min(candidates, key=lambda i: abs(i["wallStartNs"] - start))
+        best["reports"].append(report)
+    run["unmatched"] = unmatched
+
+
+def evaluate(injection, event_times):
+    reports = sorted(injection["reports"], key=lambda r: (r.get("sequenceInStall", 0), r.get("startTimeUnixNanoseconds", 0)))
+    out = {"count": len(reports)}
+    if not reports:
+        return out
+    first = reports[0]
+    loop = first.get("loopName", "")
+    out["loop"] = loop
+    out["rightLoop"] = (first.get("thread") or {}).get("id") == injection["tid"] and right_loop_name(injection["where"], loop)
+    cause = (first.get("cause") or {}).get("kind")
+    out["cause"] = cause
+    out["rightCause"] = cause in KINDS[injection["kind"]]
+    blamed = [f.get("symbol") or "" for f in first.get("blamedStack", [])]
+    out["functionPresent"] = any(FUNCTIONS[injection["kind"]] in s for s in blamed)
+    out["blamedTop"] = blamed[:4]
+    out["startErrorMs"] = (first.get("startTimeUnixNanoseconds", 0) - injection["wallStartNs"]) / 1e6
+    final = next((r for r in reports if r.get("durationIsFinal")), None)
+    out["durationIsFinal"] = final is not None
+    stored = (final or first).get("durationNanoseconds", 0)
+    out["durationErrorMs"] = (stored - (injection["monoEndNs"] - injection["monoStartNs"])) / 1e6
+    seen = [event_times[r["id"]] for r in reports if r.get("id") in event_times]
+    if seen:
+        out["latencyMs"] = (min(seen) - injection["wallStartNs"]) / 1e6
+    return out
+
+
+def pct(values, p):
+    """Nearest-rank percentile (p99 of fewer than 100 values is their maximum)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * p // 100))
+    return ordered[int(rank) - 1]
+
+
+def fmt(value, width=6):
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}.0f}"
+
+
+def share(ok, n):
+    return f"{ok}/{n}" if n else "-"
+
+
+def summarize(cases, runs):
+    """Table rows per case, plus the goal verdicts over all stalls."""
+    rows = []
+    above_all = []
+    below_all = []
+    for key in sorted(cases):
+        entries = cases[key]
+        above = [e for e in entries if e["multiplier"] >= 1.2]
+        below = [e for e in entries if e["multiplier"] <= 0.8]
+        above_all += above
+        below_all += below
+        got = [e["eval"] for e in above if e["eval"]["count"] > 0]
+        rows.append({
+            "case": "/".join(key), "n": len(above),
+            "once": sum(1 for e in above if e["eval"]["count"] == 1),
+            "twicePlus": sum(1 for e in above if e["eval"]["count"] >= 2),
+            "missed": sum(1 for e in above if e["eval"]["count"] == 0),
+            "rightLoop": sum(1 for g in got if g["rightLoop"]),
+            "rightCause": sum(1 for g in got if g["rightCause"]),
+            "function": sum(1 for g in got if g["functionPresent"]),
+            "startP99": pct([abs(g["startErrorMs"]) for g in got], 99),
+            "durationP99": pct([abs(g["durationErrorMs"]) for g in got], 99),
+            "latencyP99": pct([g["latencyMs"] for g in got if "latencyMs" in g], 99),
+            "below": len(below), "belowReported": sum(1 for e in below if e["eval"]["count"] > 0),
+            "causes": sorted({g["cause"] or "none" for g in got}),
+        })
+    n = len(above_all)
+    got = [e["eval"] for e in above_all if e["eval"]["count"] > 0]
+
+    def ratio(ok):
+        return ok / n if n else 0.0
+
+    once = sum(1 for e in above_all if e["eval"]["count"] == 1)
+    start99 = pct([abs(g["startErrorMs"]) for g in got], 99)
+    duration99 = pct([abs(g["durationErrorMs"]) for g in got], 99)
+    latencies = [e["eval"].get("latencyMs") for e in above_all]
+    # A missed stall has no event: its latency counts as infinite, so misses cannot pass this goal.
+    latency99 = pct([l if l is not None else float("inf") for l in latencies], 99)
+    below_reported = sum(1 for e in below_all if e["eval"]["count"] > 0)
+    unmatched = sum(len(r["unmatched"]) for r in runs)
+    fp_files = sum(len(r["noInjectionRun"]["reportFiles"]) for r in runs)
+    goals = [
+        ("reported exactly once >= 99%", ratio(once) >= 0.99, f"{once}/{n} = {100 * ratio(once):.1f}%"),
+        ("right loop/job >= 99%", ratio(sum(g["rightLoop"] for g in got)) >= 0.99,
+         f"{sum(g['rightLoop'] for g in got)}/{n}"),
+        ("injected function in blamed stack >= 99%", ratio(sum(g["functionPresent"] for g in got)) >= 0.99,
+         f"{sum(g['functionPresent'] for g in got)}/{n}"),
+        ("right cause >= 95%", ratio(sum(g["rightCause"] for g in got)) >= 0.95, f"{sum(g['rightCause'] for g in got)}/{n}"),
+        (f"p99 |start error| <= {TOLERANCE_MS} ms", start99 is not None and start99 <= TOLERANCE_MS, f"{fmt(start99, 0)} ms"),
+        (f"p99 |duration error| <= {TOLERANCE_MS} ms", duration99 is not None and duration99 <= TOLERANCE_MS, f"{fmt(duration99, 0)} ms"),
+        (f"p99 event latency <= threshold + {TOLERANCE_MS} ms", latency99 is not None and latency99 <= THRESHOLD_MS + TOLERANCE_MS,
+         f"{fmt(latency99, 0)} ms (threshold {THRESHOLD_MS} ms)"),
+        ("stalls <= 0.8x threshold reported 0 times", below_reported == 0, f"{below_reported}/{len(below_all)} reported"),
+        ("0 reports matching no injected stall", unmatched == 0, f"{unmatched}"),
+        ("0 false positives under wrk with no injection", fp_files == 0,
+         f"{fp_files} in {sum(r['noInjectionRun']['seconds'] for r in runs)} s"),
+    ]
+    return rows, [{"goal": g, "pass": ok, "measured": m} for g, ok, m in goals]
+
+
+def print_table(rows, goals, runs):
+    header = (f"{'case':<26}{'n':>4}{'once':>6}{'2+':>4}{'miss':>5}{'loop':>6}{'cause':>6}{'fn':>5}"
+              f"{'|start|':>8}{'|dur|':>7}{'lat':>6}{'0.7x':>7}  causes")
+    print("\nStall matrix: stalls >= 1.2x threshold; errors and latency are p99 in ms; 0.7x = reported/injected")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(f"{r['case']:<26}{r['n']:>4}{r['once']:>6}{r['twicePlus']:>4}{r['missed']:>5}{r['rightLoop']:>6}"
+              f"{r['rightCause']:>6}{r['function']:>5}{fmt(r['startP99'], 8)}{fmt(r['durationP99'], 7)}"
+              f"{fmt(r['latencyP99'], 6)}{share(r['belowReported'], r['below']):>7}  {','.join(r['causes'])}")
+    # Near the threshold is where stalls are lost: the same counts by requested length.
+    for multiplier in MULTIPLIERS:
+        entries = [i for run in runs for i in run["injections"] if i["multiplier"] == multiplier]
+        counts = [i["eval"]["count"] for i in entries]
+        print(f"{multiplier}x threshold ({int(THRESHOLD_MS * multiplier)} ms): {len(entries)} injected, "
+              f"{sum(c == 1 for c in counts)} once, {sum(c >= 2 for c in counts)} twice+, {sum(c == 0 for c in counts)} missed")
+    for run in runs:
+        first = next((i for i in run["injections"] if i["first"]), None)
+        if first:
+            e = first["eval"]
+            print(f"first stall after start, {run['server']} {first['where']} {first['kind']} {first['ms']} ms: "
+                  f"{e['count']} report(s)" + (f", start error {e['startErrorMs']:.0f} ms" if e["count"] else ""))
+        for report in run["unmatched"]:
+            print(f"unmatched report {run['server']}: {report['_file']} loop={report.get('loopName')} "
+                  f"cause={(report.get('cause') or {}).get('kind')} duration={report.get('durationNanoseconds', 0) / 1e6:.0f} ms")
+    print("\nGoals (issue 18 Acceptance):")
+    for g in goals:
+        print(f"  {'PASS' if g['pass'] else 'MISS'}  {g['goal']:<50} {g['measured']}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("servers", nargs="+", metavar="NAME=BINARY")
+    parser.add_argument("--full", action="store_true", help="8 stalls per case and multiplier, 600 s of wrk with no injection")
+    parser.add_argument("--reps", type=int, help="stalls per case and multiplier (short form: 1, so each case runs 4 times)")
+    parser.add_argument("--fp-seconds", type=int, help="seconds of flat-out wrk with no injection, per server")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when any goal is a MISS")
+    parser.add_argument("--seed", type=int, default=int(time.time()))
+    parser.add_argument("--json", default="stall-matrix-results.json")
+    parser.add_argument("--kinds", help="comma-separated subset of kinds (a quick look at a few cases)")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    args.reps = args.reps or (8 if args.full else 1)
+    args.fp_seconds = args.fp_seconds or (600 if args.full else 15)
+    if shutil.which("wrk") is None:
+        print("matrix: wrk is not installed (scripts/install-deps.sh)", file=sys.stderr)
+        return 2
+    rng = random.Random(args.seed)
+    work_dir = tempfile.mkdtemp(prefix="stallwatch-matrix-")
+    runs = []
+    structural = []
+    began = time.monotonic()
+    try:
+        for spec in args.servers:
+            name, binary = spec.split("=", 1)
+            if name not in TARGETS:
+                structural.append(f"unknown server {name}")
+                continue
+            try:
+                run = run_server(name, binary, args, rng, work_dir)
+            except Structural as e:
+                structural.append(str(e))
+                print(f"matrix: STRUCTURAL {e}", flush=True)
+                continue
+            match(run)
+            for injection in run["injections"]:
+                injection["eval"] = evaluate(injection, run["eventTimes"])
+            if not any(i["eval"]["count"] for i in run["injections"]):
+                structural.append(f"{name}: not one injected stall was reported (is the watchdog running?)")
+            print(f"matrix: {name}: {len(run['injections'])} injected, {len(run['reports'])} report files, {run['seconds']:.0f} s", flush=True)
+            runs.append(run)
+        cases = {}
+        for run in runs:
+            for i in run["injections"]:
+                cases.setdefault((run["server"], i["where"], i["kind"]), []).append(i)
+        rows, goals = summarize(cases, runs)
+        print_table(rows, goals, runs)
+        for problem in structural:
+            print(f"STRUCTURAL: {problem}")
+        result = {
+            "thresholdMs": THRESHOLD_MS, "multipliers": MULTIPLIERS, "reps": args.reps, "seed": args.seed,
+            "full": args.full, "seconds": time.monotonic() - began, "rows": rows, "goals": goals, "structural": structural,
+            "runs": [{
+                "server": r["server"], "seconds": r["seconds"], "exitCode": r["exitCode"], "noInjectionRun": r["noInjectionRun"],
+                "unmatched": [{k: rep.get(k) for k in ("_file", "loopName", "startTimeUnixNanoseconds", "durationNanoseconds", "cause")}
+                              for rep in r["unmatched"]],
+                "injections": [{k: v for k, v in i.items() if k != "reports"} | {"reportFiles": [rep["_file"] for rep in i["reports"]]}
+                               for i in r["injections"]],
+            } for r in runs],
+        }
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1, sort_keys=True)
+        print(f"matrix: results in {args.json} ({time.monotonic() - began:.0f} s)")
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    if structural:
+        return 2
+    if args.strict and not all(g["pass"] for g in goals):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
