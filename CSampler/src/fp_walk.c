@@ -2,8 +2,6 @@
 // stops at the first function built without frame pointers (glibc, ld.so).
 #include "sw_internal.h"
 
-// Swift async frames may set bit 60 of a saved frame pointer (FACTS.md).
-#define SW_ASYNC_FP_BIT (1ULL << 60)
 
 // async-signal-safe: every read is checked to lie inside [lo, hi) first; no calls.
 SW_RAW_STACK_READER int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *count, uint32_t cap) {

@@ -32,7 +32,7 @@ uint64_t sw_stack_bounds_checks(void) {
 // pthread_create), and everything between SP and it belongs to the live thread, mapped until it
 // exits — reads are bounded there without asking the kernel. Only a stack that is not below its
 // thread pointer (the main thread, a coroutine's stack, a signal stack) is checked with the kernel.
-void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames,
+SW_RAW_STACK_READER void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames,
                      sw_stack_bounds_t *bounds) {
     const ucontext_t *uc = ucv;
     uint64_t pc = sw_arch_pc(uc), sp = sw_arch_sp(uc);
@@ -93,10 +93,23 @@ void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, ui
     if (res.stop == SW_STOP_NO_ROW_AT_PC) {
         // No table for the interrupted code (generated code, a stub): frame records from FP, and
         // the words above SP kept for sw_recover_leaf_caller's checked guess at a leaf's caller.
-        st->truncated = (uint8_t)sw_fp_walk_context(pc, sp, sw_arch_fp(uc), end, st->frames, &st->count,
-                                                    max_frames, st->leaf_words, &st->leaf_word_count);
+        // Only the first record is taken from FP: above it the walk is the hybrid one again, or
+        // the first function without frame pointers further up (libc under a PLT stub) ends it.
+        uint64_t fp0 = sw_arch_fp(uc) & ~SW_ASYNC_FP_BIT;
+        st->truncated = (uint8_t)sw_fp_walk_context(pc, sp, fp0, end, st->frames, &st->count,
+                                                    max_frames < 2 ? max_frames : 2, st->leaf_words,
+                                                    &st->leaf_word_count);
         st->stop_reason = !st->truncated ? SW_STOP_ROOT
                           : st->count >= max_frames ? SW_STOP_FRAME_LIMIT : SW_STOP_BAD_LINK;
+        if (st->count == 2 && max_frames > 2 && fp0 >= sp && fp0 + 16 <= end && (fp0 & 7) == 0) {
+            sw_walk_regs_t up = {.pc = st->frames[1], .sp = fp0 + 16,
+                                 .fp = *(const uint64_t *)(uintptr_t)fp0, .fp_known = 1};
+            sw_walk_result_t more = {0};
+            sw_walk(&up, &mem, 1, st->frames, &st->count, max_frames, &more);
+            st->table_frames = (uint8_t)(more.table_frames > 255 ? 255 : more.table_frames);
+            st->stop_reason = more.stop == SW_STOP_NEED_FP ? SW_STOP_BAD_LINK : more.stop;
+            st->truncated = st->stop_reason != SW_STOP_ROOT;
+        }
 #if SW_ARCH_LEAF_CALLER_IN_LR
         // Only the interrupted function knows whether LR is its caller (a leaf, or a prologue before
         // the record is linked) or a stale return from its own last call: sw_recover_leaf_caller

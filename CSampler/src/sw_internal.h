@@ -54,6 +54,10 @@ size_t sw_read_own(void *dst, uint64_t src, size_t len);
 /// async-signal-safe: reads only inside [lo, hi), calls nothing.
 int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *count, uint32_t cap);
 
+// Swift async frames set bit 60 of a saved frame pointer (the swift_async_extendedFramePointer
+// convention): the record's address is the value without it.
+#define SW_ASYNC_FP_BIT (1ULL << 60)
+
 // Cookies in si_value tell our signals apart: capture requests ("SW") and ring ticks ("SR").
 #define SW_RING_COOKIE_MAGIC 0x5352ULL
 /// On functions that read another frame's raw stack memory (frame walks, the handler's stack

@@ -7,7 +7,6 @@
 
 #include <string.h>
 
-#define SW_ASYNC_FP_BIT (1ULL << 60)
 
 // SW_RAW_STACK_READER, async-signal-safe: reads only inside [lo, hi), from the copy when there is one.
 SW_RAW_STACK_READER static inline int stack_word(const sw_walk_mem_t *m, uint64_t a, uint64_t *v) {
