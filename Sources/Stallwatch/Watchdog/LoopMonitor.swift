@@ -16,7 +16,11 @@ final class LoopMonitor {
     var baseline: ThreadBaseline?
     /// The newest evidence about the thread that was checked to be taken while the busy period
     /// still ran: a cause is never read from a thread that already moved on.
-    var evidence: (evidence: ThreadEvidence, info: ThreadInfo?)?
+    var evidence: (evidence: ThreadEvidence, info: ThreadInfo?)? {
+        didSet { if let e = evidence?.evidence { observedStates.note(e) } }
+    }
+    /// Every state ``evidence`` saw during the busy period, for a cause that is not one snapshot's.
+    private(set) var observedStates = ObservedStates()
     /// The stack signature the episode's report was last made with: a changed one updates it.
     var reportedSignature: StackSignature?
     /// Why the episode's report was last held back, if it was (one `.filtered` event per reason).
@@ -73,6 +77,7 @@ final class LoopMonitor {
         samples.removeAll(keepingCapacity: true)
         baseline = nil
         evidence = nil
+        observedStates = ObservedStates()
         reportedSignature = nil
         filtered = nil
     }

@@ -36,6 +36,10 @@ final class PoolJobWatcher {
         var cpu: (time: Duration, at: MonotonicInstant)?
         /// The last conclusive scan: when, the thread's demand for a core then (ns), and whether it ran.
         var last: (at: MonotonicInstant, demand: UInt64, running: Bool)?
+        /// The first scan since the thread was last seen outside any job that saw it elsewhere,
+        /// and the newest such scan.
+        var awaySince: MonotonicInstant?
+        var awaySeenAt: MonotonicInstant?
         /// Where this worker waits outside any job (for work, or for a timer): the same syscall,
         /// SP, PC and first argument every time, and no job ever waits at that very SP and PC.
         /// Known, so an idle worker costs one /proc read per scan, not a stack scan.
@@ -150,17 +154,34 @@ final class PoolJobWatcher {
         } else {
             job = nil // blocked outside a system call (a page fault): nothing to conclude
         }
+        // Every scan that saw the thread outside its idle wait counts, conclusive or not (a thread
+        // in fsync flips between D and running in the kernel with little CPU, which concludes
+        // nothing): a job's start lies before the first of them, its end after the last.
+        let awaySince = thread.awaySince, awaySeenAt = thread.awaySeenAt
+        if case .some(.none) = job {
+            thread.awaySince = nil
+        } else {
+            if thread.awaySince == nil { thread.awaySince = now }
+            thread.awaySeenAt = now
+        }
         guard let job else { return }
         thread.last = sched ? (now, run &+ wait, call.nr == -2) : nil
         if let job {
             if thread.job?.isUnwalked == true, !job.isUnwalked {
                 // The same job, its stack walked now: it keeps the start it was first seen with.
             } else if job != thread.job {
-                let start = Self.start(after: previous, now: now, demandSince: demandSince, runningNow: call.nr == -2)
+                var start = Self.start(after: previous, now: now, demandSince: demandSince, runningNow: call.nr == -2)
+                if call.nr != -2, thread.job == nil, let previous, let away = awaySince, away > previous.at, away < now {
+                    start = previous.at + (away - previous.at) / 2
+                }
                 thread.probe.markBusy(since: start, thread: tid)
             }
         } else if thread.job != nil {
-            thread.probe.markIdle(since: Self.end(after: previous, now: now, demandSince: demandSince))
+            var end = Self.end(after: previous, now: now, demandSince: demandSince)
+            if let previous, !previous.running, let seen = awaySeenAt, seen > previous.at, seen < now {
+                end = seen + (now - seen) / 2
+            }
+            thread.probe.markIdle(since: end)
         }
         thread.job = job
     }

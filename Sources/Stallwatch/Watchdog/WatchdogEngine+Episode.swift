@@ -130,7 +130,7 @@ extension WatchdogEngine {
     }
 
     private func cause(of m: LoopMonitor) -> StallCause? {
-        m.evidence.map { CauseClassifier(configuration: configuration).classify($0.evidence) }
+        m.evidence.map { CauseClassifier(configuration: configuration).classify($0.evidence, observed: m.observedStates) }
     }
 
     // MARK: - the episode's one report
