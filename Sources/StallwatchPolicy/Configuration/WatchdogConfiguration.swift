@@ -11,7 +11,10 @@ import Musl
 public struct WatchdogConfiguration: Sendable, Equatable {
     /// A loop busy for strictly longer than this is stalled (2 s; milliseconds are valid).
     public var threshold: Duration
-    /// How often the watchdog checks each loop (threshold / 2).
+    /// How often an idle ping-probed loop is pinged. Left at its default (threshold / 2), the
+    /// watchdog pings every 40 ms instead when that is shorter, for starts right within 50 ms
+    /// (``DetectionSchedule``); any other value is used as it is. Heartbeat loops are not polled:
+    /// the watchdog wakes at each busy stamp plus the threshold.
     public var checkPeriod: Duration
     /// Time between stack samples of a suspected loop (50 ms).
     public var sampleInterval: Duration
@@ -42,9 +45,11 @@ public struct WatchdogConfiguration: Sendable, Equatable {
     /// thread past the threshold is reported under the loop name `cooperative-pool-job`, even
     /// while the rest of the pool still answers pings.
     public var watchPoolJobs: Bool
-    /// How often pool threads are scanned for long jobs (threshold / 2, the check period): a
-    /// pool-job stall is reported at most this much after the threshold. Each scan wakes the
-    /// watchdog; halving it doubles the idle cost (`bench probe` measures it).
+    /// How often pool threads are scanned for long jobs. Left at its default (threshold / 2), the
+    /// scan runs every 40 ms instead when that is shorter (``DetectionSchedule``): a job's start is
+    /// then right within about 20 ms and its event comes within about 20 ms of start + threshold.
+    /// Each scan wakes the watchdog; a longer period set here trades that accuracy for a lower
+    /// idle cost (`bench probe` measures it).
     public var poolScanPeriod: Duration
     /// When another handler takes the sampling signal over, install ours again, chaining to it
     /// (false: say so once in an `.error` event and go on with signal-free evidence only).
