@@ -144,7 +144,7 @@ def stop_process(proc, timeout=15):
         return proc.communicate()[0]
 
 
-def read_reports(directory):
+def read_reports(directory, prefix=""):
     reports = []
     if not os.path.isdir(directory):
         return reports
@@ -156,9 +156,15 @@ def read_reports(directory):
                 report = json.load(f)
         except (OSError, ValueError):
             continue
-        report["_file"] = name
+        report["_file"] = prefix + name
         reports.append(report)
     return reports
+
+
+# A server process takes at most this many injections: the watchdog's default rate cap is 100
+# reports per 24 h and its report directory keeps 200 files; beyond those, reports are (rightly)
+# held back or evicted, which would read as misses. Each chunk gets a fresh process and directory.
+CHUNK = int(os.environ.get("STALL_MATRIX_CHUNK", "90"))
 
 
 def run_server(name, binary, args, rng, work_dir):
@@ -175,57 +181,65 @@ def run_server(name, binary, args, rng, work_dir):
     rng.shuffle(plan)
     print(f"matrix: {name}: {len(plan)} stalls, seed {args.seed}", flush=True)
     started = time.monotonic()
-    try:
-        server = Server(name, binary, report_dir)
-    except OSError as e:
-        raise Structural(f"{name}: cannot start {binary}: {e}")
-    injections = []
-    load = None
-    try:
-        deadline = time.monotonic() + 120
-        while not server.ready.wait(0.2) and server.proc.poll() is None and time.monotonic() < deadline:
-            pass
-        if not server.ready.is_set():
-            raise Structural(f"{name}: no 'listening on' line (exit {server.proc.poll()}): {[l for _, l in server.lines[-5:]]}")
-        # Light load on other routes for the whole injection phase, sized to outlast it.
-        load = wrk(server.port, len(plan) * 4 + 60, True, os.path.dirname(report_dir))
-        for index, (where, prefix, kind, multiplier) in enumerate(plan):
-            if index > 0:  # random phase against the watchdog's rounds; the first comes at once
-                time.sleep(rng.uniform(0.3, 0.3 + THRESHOLD_MS / 1000))
-            ms = int(round(THRESHOLD_MS * multiplier))
-            try:
-                status, body = server.get(f"{prefix}{kind}?ms={ms}")
-            except OSError as e:
-                raise Structural(f"{name}: {prefix}{kind}?ms={ms} failed: {e!r}; server exit {server.proc.poll()}")
-            if status != 200:
-                raise Structural(f"{name}: {prefix}{kind}?ms={ms} answered {status}: {body[:200]}")
-            try:
-                answer = json.loads(body)
-            except ValueError:
-                raise Structural(f"{name}: {prefix}{kind} answered no JSON: {body[:200]}")
-            answer.update(server=name, where=where, multiplier=multiplier, first=index == 0, index=index)
-            injections.append(answer)
-            if args.verbose:
-                print(f"  {name} {where} {kind} {ms} ms on {answer['tid']} ({answer['thread']})", flush=True)
-        stop_process(load)
+    injections, reports, event_times = [], [], {}
+    chunks = [plan[i:i + CHUNK] for i in range(0, len(plan), CHUNK)] or [[]]
+    for chunk_index, chunk in enumerate(chunks):
+        last = chunk_index == len(chunks) - 1
+        directory = report_dir if chunk_index == 0 else f"{report_dir}-{chunk_index}"
+        prefix = "" if chunk_index == 0 else f"{chunk_index}/"
+        try:
+            server = Server(name, binary, directory)
+        except OSError as e:
+            raise Structural(f"{name}: cannot start {binary}: {e}")
         load = None
-        time.sleep(3)   # reports of the last stall are final once it has been seen to end
-        before = {r["_file"] for r in read_reports(report_dir)}
-        fp_start = time.time_ns()
-        flat_out = wrk(server.port, args.fp_seconds, False, os.path.dirname(report_dir))
-        wrk_output = stop_process(flat_out, timeout=args.fp_seconds + 30)
-        time.sleep(2)
-        fp_files = sorted({r["_file"] for r in read_reports(report_dir)} - before)
-        code = server.stop()
-        if code is None:
-            raise Structural(f"{name}: did not stop within 20 s of SIGTERM")
-    finally:
-        if load is not None:
+        try:
+            deadline = time.monotonic() + 120
+            while not server.ready.wait(0.2) and server.proc.poll() is None and time.monotonic() < deadline:
+                pass
+            if not server.ready.is_set():
+                raise Structural(f"{name}: no 'listening on' line (exit {server.proc.poll()}): {[l for _, l in server.lines[-5:]]}")
+            # Light load on other routes for the whole injection phase, sized to outlast it.
+            load = wrk(server.port, len(chunk) * 4 + 60, True, os.path.dirname(report_dir))
+            for position, (where, prefix_route, kind, multiplier) in enumerate(chunk):
+                index = chunk_index * CHUNK + position
+                if position > 0:  # random phase against the watchdog's rounds; the first comes at once
+                    time.sleep(rng.uniform(0.3, 0.3 + THRESHOLD_MS / 1000))
+                ms = int(round(THRESHOLD_MS * multiplier))
+                try:
+                    status, body = server.get(f"{prefix_route}{kind}?ms={ms}")
+                except OSError as e:
+                    raise Structural(f"{name}: {prefix_route}{kind}?ms={ms} failed: {e!r}; server exit {server.proc.poll()}")
+                if status != 200:
+                    raise Structural(f"{name}: {prefix_route}{kind}?ms={ms} answered {status}: {body[:200]}")
+                try:
+                    answer = json.loads(body)
+                except ValueError:
+                    raise Structural(f"{name}: {prefix_route}{kind} answered no JSON: {body[:200]}")
+                answer.update(server=name, where=where, multiplier=multiplier, first=position == 0, index=index)
+                injections.append(answer)
+                if args.verbose:
+                    print(f"  {name} {where} {kind} {ms} ms on {answer['tid']} ({answer['thread']})", flush=True)
             stop_process(load)
-        server.stop()
-    reports = read_reports(report_dir)
+            load = None
+            time.sleep(3)   # reports of the last stall are final once it has been seen to end
+            if last:
+                before = {r["_file"] for r in read_reports(directory, prefix)}
+                fp_start = time.time_ns()
+                flat_out = wrk(server.port, args.fp_seconds, False, os.path.dirname(report_dir))
+                wrk_output = stop_process(flat_out, timeout=args.fp_seconds + 30)
+                time.sleep(2)
+                fp_files = sorted({r["_file"] for r in read_reports(directory, prefix)} - before)
+            code = server.stop()
+            if code is None:
+                raise Structural(f"{name}: did not stop within 20 s of SIGTERM")
+        finally:
+            if load is not None:
+                stop_process(load)
+            server.stop()
+        reports += read_reports(directory, prefix)
+        event_times.update(server.stall_event_times())
     return {
-        "server": name, "injections": injections, "reports": reports, "eventTimes": server.stall_event_times(),
+        "server": name, "injections": injections, "reports": reports, "eventTimes": event_times,
         "noInjectionRun": {"seconds": args.fp_seconds, "startWallNs": fp_start, "reportFiles": fp_files,
                            "wrk": (wrk_output or "").strip().splitlines()[-3:]},
         "exitCode": code, "seconds": time.monotonic() - started,
