@@ -23,6 +23,10 @@ int sw_symbol_lookup(uint64_t address, sw_symbol_info_t *out);
 /// Returns 1 when found with a known size, 0 otherwise. Not async-signal-safe (dlsym, dladdr1 lock).
 int sw_symbol_range(const char *name, uint64_t *start, uint64_t *size);
 
+/// The main program's entry point as loaded (AT_ENTRY), 0 when the kernel did not say: an address
+/// inside the executable, to find its module without knowing its path.
+uint64_t sw_main_entry(void);
+
 #ifdef __cplusplus
 }
 #endif

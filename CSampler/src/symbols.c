@@ -4,6 +4,7 @@
 #include <elf.h>
 #include <link.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 int sw_symbol_lookup(uint64_t address, sw_symbol_info_t *out) {
     memset(out, 0, sizeof *out);
@@ -27,4 +28,8 @@ int sw_symbol_range(const char *name, uint64_t *start, uint64_t *size) {
     *start = (uint64_t)(uintptr_t)address;
     *size = (uint64_t)sym->st_size;
     return 1;
+}
+
+uint64_t sw_main_entry(void) {
+    return (uint64_t)getauxval(AT_ENTRY);
 }

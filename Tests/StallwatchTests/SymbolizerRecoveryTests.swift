@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Testing
 @testable import Stallwatch
@@ -30,5 +31,17 @@ struct SymbolizerRecoveryTests {
         let later = symbolizer.symbolize(pc)
         #expect(later.buildID != nil, "read again once descriptors are free: \(later)")
         #expect(later.symbol?.contains("clock_nanosleep") == true, "\(later)")
+    }
+}
+
+@Suite("Symbols loaded ahead of the first report")
+struct SymbolPreloadTests {
+    @Test("preloading reads the executable's own table, and only that one")
+    func preloadLoadsTheExecutable() throws {
+        let symbolizer = Symbolizer()
+        #expect(symbolizer.loadedModules.isEmpty)
+        symbolizer.preloadMainExecutable()
+        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        #expect(symbolizer.loadedModules == [exe], "\(symbolizer.loadedModules) vs \(exe)")
     }
 }

@@ -139,7 +139,13 @@ public final class Watchdog: Sendable {
             }
             c.thread = thread
         }
+        if !Self.symbolsPreloaded.exchange(true, ordering: .relaxed) {
+            DispatchQueue.global(qos: .utility).async { Symbolizer.shared.preloadMainExecutable() }
+        }
     }
+
+    /// Whether a watchdog of this process has started loading the executable's symbols.
+    private static let symbolsPreloaded = Atomic<Bool>(false)
 
     /// Stops the watchdog and joins its thread (within one round's work; it never waits out a
     /// period), then waits up to 5 s for queued reports to reach the disk (stalls in progress get
