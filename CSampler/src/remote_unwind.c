@@ -2,7 +2,8 @@
 //
 // Why not unw_step in the handler: stock libunwind finds unwind tables through dl_iterate_phdr,
 // which takes glibc's loader lock — a handler that lands inside dlopen/dlclose on the same thread
-// deadlocks (measured, FACTS.md) — and its caches take locks. Here libunwind runs in the requesting
+// deadlocks (seen here under gdb: handler → unw_step → dl_iterate_phdr → lll_lock_wait, on top of the
+// same thread's _dl_close_worker) — and its caches take locks. Here libunwind runs in the requesting
 // thread, and finds tables with _dl_find_object (lock-free, always current after dlclose/dlopen),
 // so neither the handler nor the requester ever waits on the loader lock.
 #include "sw_internal.h"

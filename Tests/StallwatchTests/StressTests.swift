@@ -7,8 +7,9 @@ import Testing
 @testable import Stallwatch
 
 /// Sampling at 1 kHz while the target loops on dlopen/dlclose and malloc/free and threads come and
-/// go. In-handler libunwind deadlocks on the loader lock here (FACTS.md); ours must not: no crash,
-/// no hang, every capture answered or timed out within its deadline.
+/// go. In-handler libunwind deadlocks on the loader lock here (a handler's `unw_step` reached
+/// `dl_iterate_phdr` while the same thread's `dlclose` held that lock: hung forever, seen under gdb);
+/// ours must not: no crash, no hang, every capture answered or timed out within its deadline.
 ///
 /// Short by default; `STALLWATCH_STRESS_SECONDS=120 swift test --filter Stress` for a long run.
 @Suite("Stress: 1 kHz sampling against dlopen/malloc/thread churn", .serialized)

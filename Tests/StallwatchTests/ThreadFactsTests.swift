@@ -226,7 +226,8 @@ struct ThreadFactsTests {
         #expect(blocked.contains(SIGUSR2))
         #expect(blocked.rawValue == reportedMask.load(ordering: .acquiring))
         #expect(!(try ThreadInfo.read(open.tid).signalsBlocked.contains(SIGPROF)))
-        // Test threads (main or the concurrency pool) leave SIGPROF open, as FACTS.md records.
+        // Test threads (main or the concurrency pool) leave SIGPROF open; libdispatch's own worker
+        // threads block it (swift-corelibs-libdispatch `_dispatch_sigmask`), ours do not.
         #expect(!(try ThreadInfo.read(.current).signalsBlocked.contains(SIGPROF)))
     }
 
