@@ -80,7 +80,8 @@ enum {
     SW_ERR_NOT_BLOCKED = -10009,    ///< sw_capture_blocked: the thread is not blocked in a syscall
 };
 
-/// Installs the sampling handler on `signo` (SIGPROF reaches libdispatch threads; see FACTS).
+/// Installs the sampling handler on `signo` (SIGPROF: libdispatch workers block SIGUSR1/SIGUSR2 and
+/// most others through `_dispatch_sigmask`, but leave SIGPROF open).
 /// An existing handler is kept and chained to for every signal that is not ours, unless
 /// `allow_chain` is 0, in which case an existing handler makes this fail with SW_ERR_SIGNAL_IN_USE.
 /// Also primes libunwind and builds the memory-map table, outside any handler.

@@ -30,7 +30,7 @@ final class Spinner: Sendable {
 }
 
 let benchmarks: @Sendable () -> Void = {
-    // 10 ms CPU-time resolution and no hardware counters on this VM (see FACTS): wall clock and mallocs.
+    // 10 ms CPU-time resolution and no hardware counters on this VM: wall clock and mallocs.
     Benchmark.defaultConfiguration = .init(
         metrics: [.wallClock, .mallocCountTotal],
         maxDuration: .seconds(2),
