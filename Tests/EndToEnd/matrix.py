@@ -226,7 +226,12 @@ def run_server(name, binary, args, rng, work_dir):
                 before = {r["_file"] for r in read_reports(directory, prefix)}
                 fp_start = time.time_ns()
                 flat_out = wrk(server.port, args.fp_seconds, False, os.path.dirname(report_dir))
-                wrk_output = stop_process(flat_out, timeout=args.fp_seconds + 30)
+                # wrk ends on its own after -d; stop_process would interrupt it at once.
+                try:
+                    wrk_output = flat_out.communicate(timeout=args.fp_seconds + 30)[0]
+                except subprocess.TimeoutExpired:
+                    wrk_output = stop_process(flat_out)
+                fp_seconds = (time.time_ns() - fp_start) / 1e9
                 time.sleep(2)
                 fp_files = sorted({r["_file"] for r in read_reports(directory, prefix)} - before)
             code = server.stop()
@@ -240,7 +245,7 @@ def run_server(name, binary, args, rng, work_dir):
         event_times.update(server.stall_event_times())
     return {
         "server": name, "injections": injections, "reports": reports, "eventTimes": event_times,
-        "noInjectionRun": {"seconds": args.fp_seconds, "startWallNs": fp_start, "reportFiles": fp_files,
+        "noInjectionRun": {"seconds": round(fp_seconds), "startWallNs": fp_start, "reportFiles": fp_files,
                            "wrk": (wrk_output or "").strip().splitlines()[-3:]},
         "exitCode": code, "seconds": time.monotonic() - started,
     }
