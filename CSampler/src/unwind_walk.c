@@ -57,6 +57,12 @@ SW_RAW_STACK_READER int sw_walk(const sw_walk_regs_t *regs, const sw_walk_mem_t 
         if (by_record && ((fp & ~SW_ASYNC_FP_BIT) != 0) &&
             ((fp & ~SW_ASYNC_FP_BIT) < sp || (fp & 7) != 0))
             by_record = 0;
+        if (by_record && (fp & ~SW_ASYNC_FP_BIT) == 0 && res->table_frames < SW_WALK_MAX_TABLE_FRAMES) {
+            // A zero link ends the chain of records, or is a register that frameless code further
+            // down left zero: the table decides (an undefined return address is the thread's entry).
+            sw_cfi_row_t probe;
+            if (sw_cfi_find_row(look, &probe) == SW_CFI_OK && probe.ra_rule != SW_RULE_UNDEFINED) by_record = 0;
+        }
         if (by_record) {
             fp &= ~SW_ASYNC_FP_BIT;
             if (fp == 0) {
@@ -133,7 +139,9 @@ SW_RAW_STACK_READER int sw_walk(const sw_walk_regs_t *regs, const sw_walk_mem_t 
             }
             next_pc = sw_arch_code_address(ra);
             if (next_pc == 0) {
-                res->stop = SW_STOP_ROOT;
+                // Entry points say so with an undefined return address (above); a zero read from
+                // the stack is a wrong row or a wrong CFA, not a root.
+                res->stop = row.ra_rule == SW_RULE_AT_CFA ? SW_STOP_BAD_LINK : SW_STOP_ROOT;
                 break;
             }
             if (!sw_maps_is_exec(next_pc)) {

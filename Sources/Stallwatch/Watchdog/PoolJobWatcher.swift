@@ -135,7 +135,7 @@ final class PoolJobWatcher {
             } else {
                 thread.blockedAt = (call, slices)
                 let stack = try? sampler.captureBlockedStack(of: tid)
-                job = stack.flatMap { identify($0, frames) }
+                job = stack.flatMap { identify($0, frames, thread: thread, running: false) }
                 if stack != nil, case .some(.none) = job, thread.idleWaits.count < 4 { thread.idleWaits.append(call) }
             }
             thread.cpu = nil
@@ -147,7 +147,7 @@ final class PoolJobWatcher {
                (cpuNow - before.time) / (now - before.at) >= 0.5 {
                 // Busy on the CPU for most of the interval: worth a signal to see which job.
                 job = (try? sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(20)))
-                    .flatMap { identify($0, frames, runningThread: thread) }
+                    .flatMap { identify($0, frames, thread: thread, running: true) }
             } else {
                 job = nil
             }
@@ -210,16 +210,19 @@ final class PoolJobWatcher {
 
     /// The job a stack shows; `.some(nil)` when it shows the thread outside any job, `nil` when it
     /// says nothing (a walk cut short before reaching `swift_job_run` proves no job boundary).
-    /// A stack of a thread found busy on the CPU (`runningThread`) that cannot be walked that far
-    /// is ``PoolJob/unwalked`` unless the thread is already known in a job.
-    private func identify(_ stack: CapturedStack, _ frames: SwiftJobFrames, runningThread: PoolThread? = nil) -> PoolJob?? {
+    /// A stack of a thread found busy on the CPU (`running`) that cannot be walked that far is
+    /// ``PoolJob/unwalked`` unless the thread is already known in a job. A thread known in a job is
+    /// taken out of it only by a stack that ends where the job's did (the worker's own entry): a walk
+    /// that stopped early but looked whole must not end a job that is still running.
+    private func identify(_ stack: CapturedStack, _ frames: SwiftJobFrames, thread: PoolThread, running: Bool) -> PoolJob?? {
         let job = frames.job(in: stack) { address in
             symbolizer.symbolize(address).functionAddress ?? address
         }
         if job == nil && !stack.isWhole {
-            if let running = runningThread, running.job == nil { return .some(.unwalked) }
+            if running, thread.job == nil { return .some(.unwalked) }
             return nil
         }
+        if job == nil, let entry = thread.job?.outerFrames.last, stack.frames.last != entry { return nil }
         return .some(job)
     }
 
