@@ -373,19 +373,29 @@ struct ForeignLibraryStallTests {
     @Test("free of large buffers reaches its caller: samples in free/munmap chain to the Swift function")
     func freeReachesCaller() throws {
         let c = ForeignCases.mallocFree()
-        // The stored report, final: the event's first version holds only the samples up to the threshold.
-        let directory = temporaryDirectory("free")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (log, _) = try watchForeignOnProbedThread(c, reportDirectory: directory)
-        let stored = storedReports(directory).filter { $0.durationIsFinal }
-        let report = try #require(stored.first, "no final stored report; \(log.stalls.count) stall events, \(log.trivialStackFilterings) trivial-stack filterings")
-        let tree = report.callTree
         // Nodes in free or munmap, and whether the path from each up to the root passes through
         // the workload and its Swift caller.
-        let freeNodes = tree.indices.filter { i in
-            let s = tree[i].symbol ?? ""
+        func inFree(_ node: ReportCallTreeNode) -> Bool {
+            let s = node.symbol ?? ""
             return s == "free" || s == "__libc_free" || s == "cfree" || s.contains("munmap")
         }
+        // The stored report, final: the event's first version holds only the samples up to the
+        // threshold. Most of each round is memset's page faults; a stall whose ~20 samples all
+        // missed the munmap is run again (up to 3 times): which samples land there is chance, how
+        // they are walked is what is checked.
+        var report: StallReport?
+        for attempt in 1...3 {
+            let directory = temporaryDirectory("free-\(attempt)")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let (log, _) = try watchForeignOnProbedThread(c, reportDirectory: directory)
+            let stored = storedReports(directory).filter { $0.durationIsFinal }
+            let first = try #require(stored.first, "no final stored report; \(log.stalls.count) stall events, \(log.trivialStackFilterings) trivial-stack filterings")
+            report = first
+            if first.callTree.contains(where: inFree) { break }
+        }
+        let final = try #require(report)
+        let tree = final.callTree
+        let freeNodes = tree.indices.filter { inFree(tree[$0]) }
         func path(_ i: Int) -> [String] {
             var out: [String] = []
             var j = i
@@ -396,7 +406,7 @@ struct ForeignLibraryStallTests {
             return out
         }
         let paths = freeNodes.map(path)
-        #expect(!freeNodes.isEmpty, "no sample in free/munmap among \(report.sampleCount): \(describe(report.blamedStack))")
+        #expect(!freeNodes.isEmpty, "no sample in free/munmap among \(final.sampleCount), 3 stalls: \(describe(final.blamedStack))")
         let chained = paths.filter { p in
             guard let ci = p.firstIndex(where: { $0.contains(c.cFunction) }) else { return false }
             return ci + 1 < p.count && p[ci + 1].contains(c.swiftFunction)
