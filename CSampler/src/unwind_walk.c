@@ -50,6 +50,8 @@ SW_RAW_STACK_READER int sw_walk(const sw_walk_regs_t *regs, const sw_walk_mem_t 
                 mod_hi = 0;
             }
         }
+        sw_cfi_row_t row;
+        int row_found = 0;
         int by_record = outer && fp_known && look >= mod_lo && look < mod_hi && mod_keeps == 1;
         // A module that mostly keeps frame pointers may still hold functions that use the register
         // for data (hand-written or foreign-compiled code linked in): a link that cannot be a frame
@@ -60,8 +62,10 @@ SW_RAW_STACK_READER int sw_walk(const sw_walk_regs_t *regs, const sw_walk_mem_t 
         if (by_record && (fp & ~SW_ASYNC_FP_BIT) == 0 && res->table_frames < SW_WALK_MAX_TABLE_FRAMES) {
             // A zero link ends the chain of records, or is a register that frameless code further
             // down left zero: the table decides (an undefined return address is the thread's entry).
-            sw_cfi_row_t probe;
-            if (sw_cfi_find_row(look, &probe) == SW_CFI_OK && probe.ra_rule != SW_RULE_UNDEFINED) by_record = 0;
+            if (sw_cfi_find_row(look, &row) == SW_CFI_OK && row.ra_rule != SW_RULE_UNDEFINED) {
+                by_record = 0;
+                row_found = 1; // the table step below uses it: one lookup, not two
+            }
         }
         if (by_record) {
             fp &= ~SW_ASYNC_FP_BIT;
@@ -90,8 +94,7 @@ SW_RAW_STACK_READER int sw_walk(const sw_walk_regs_t *regs, const sw_walk_mem_t 
                 res->stop = SW_STOP_BUDGET;
                 break;
             }
-            sw_cfi_row_t row;
-            int rc = sw_cfi_find_row(look, &row);
+            int rc = row_found ? SW_CFI_OK : sw_cfi_find_row(look, &row);
             if (rc != SW_CFI_OK) {
                 if (!outer) {
                     res->stop = SW_STOP_NO_ROW_AT_PC; // the caller falls back to frame records

@@ -154,7 +154,9 @@ def read_reports(directory, prefix=""):
         try:
             with open(os.path.join(directory, name)) as f:
                 report = json.load(f)
-        except (OSError, ValueError):
+        except (OSError, ValueError) as e:
+            # Counted as missing (its stall reads as a miss); said, so a miss can be traced to it.
+            print(f"matrix: cannot read report {prefix}{name}: {e}", file=sys.stderr, flush=True)
             continue
         report["_file"] = prefix + name
         reports.append(report)

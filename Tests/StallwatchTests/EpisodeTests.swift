@@ -47,6 +47,21 @@ let episodeTolerance = Duration.milliseconds(50 + 60)
 
 func milliseconds(_ d: Duration) -> Int64 { d.clampedNanoseconds / 1_000_000 }
 
+/// The report's start within ``episodeTolerance`` of the stall's real start.
+func expectStart(of report: StallReport, at start: MonotonicInstant, sourceLocation: SourceLocation = #_sourceLocation) {
+    let startError = report.startTimeUnixNanoseconds - MonotonicClock.unixNanoseconds(ofMonotonic: start)
+    #expect(abs(startError) <= episodeTolerance.clampedNanoseconds, "start off by \(startError / 1_000_000) ms",
+            sourceLocation: sourceLocation)
+}
+
+/// The report's duration within ``episodeTolerance`` of the stall's real length.
+func expectDuration(of report: StallReport, is duration: Duration, sourceLocation: SourceLocation = #_sourceLocation) {
+    let durationError = report.durationNanoseconds - duration.clampedNanoseconds
+    #expect(abs(durationError) <= episodeTolerance.clampedNanoseconds,
+            "duration \(report.durationNanoseconds / 1_000_000) ms, really \(milliseconds(duration)) ms",
+            sourceLocation: sourceLocation)
+}
+
 @Suite("Stall episodes", .serialized)
 struct EpisodeTests {
     /// Issue 18, defect 1 (on a loop the test drives): one report, one id, final; exact start and duration.
@@ -78,11 +93,8 @@ struct EpisodeTests {
         #expect(report.id == events.first?.id)
         #expect(report.durationIsFinal)
         let start = try #require(timing.start), duration = try #require(timing.duration)
-        let startError = report.startTimeUnixNanoseconds - MonotonicClock.unixNanoseconds(ofMonotonic: start)
-        #expect(abs(startError) <= episodeTolerance.clampedNanoseconds, "start off by \(startError / 1_000_000) ms")
-        let durationError = report.durationNanoseconds - duration.clampedNanoseconds
-        #expect(abs(durationError) <= episodeTolerance.clampedNanoseconds,
-                "duration \(report.durationNanoseconds / 1_000_000) ms, really \(milliseconds(duration)) ms")
+        expectStart(of: report, at: start)
+        expectDuration(of: report, is: duration)
     }
 
     /// Issue 18, defect 1 (as a pool job, the issue's case): one report, final, start at the job's start.
@@ -111,11 +123,8 @@ struct EpisodeTests {
         #expect(report.loopName == PoolJobWatcher.loopName)
         #expect(report.durationIsFinal)
         let start = try #require(timing.start), duration = try #require(timing.duration)
-        let startError = report.startTimeUnixNanoseconds - MonotonicClock.unixNanoseconds(ofMonotonic: start)
-        #expect(abs(startError) <= episodeTolerance.clampedNanoseconds, "start off by \(startError / 1_000_000) ms")
-        let durationError = report.durationNanoseconds - duration.clampedNanoseconds
-        #expect(abs(durationError) <= episodeTolerance.clampedNanoseconds,
-                "duration \(report.durationNanoseconds / 1_000_000) ms, really \(milliseconds(duration)) ms")
+        expectStart(of: report, at: start)
+        expectDuration(of: report, is: duration)
     }
 
     /// Issue 18, defect 2: a stall at 1.2 × the threshold that begins right after a ping was
@@ -153,8 +162,7 @@ struct EpisodeTests {
         let reports = log.stalls
         #expect(reports.count == 3, "\(reports.count) of 3 stalls of 480 ms at a 400 ms threshold reported")
         for (report, start) in zip(reports, starts) {
-            let startError = report.startTimeUnixNanoseconds - MonotonicClock.unixNanoseconds(ofMonotonic: start)
-            #expect(abs(startError) <= episodeTolerance.clampedNanoseconds, "start off by \(startError / 1_000_000) ms")
+            expectStart(of: report, at: start)
         }
         for ended in log.ended {
             #expect(abs(ended.clampedNanoseconds - Duration.milliseconds(480).clampedNanoseconds)
@@ -187,8 +195,7 @@ struct EpisodeTests {
         #expect(reports.count == 4, "\(reports.map { ($0.loopName ?? "", $0.cause?.kind.rawValue ?? "") })")
         #expect(log.ended.count == 4)
         for (report, start) in zip(reports, starts) {
-            let startError = report.startTimeUnixNanoseconds - MonotonicClock.unixNanoseconds(ofMonotonic: start)
-            #expect(abs(startError) <= episodeTolerance.clampedNanoseconds, "start off by \(startError / 1_000_000) ms")
+            expectStart(of: report, at: start)
         }
     }
 
