@@ -17,7 +17,10 @@ ROOTS = ["sw_signal_handler"]
 ALLOWED_EXTERNAL = {"clock_gettime", "syscall", "memcpy", "memset", "__errno_location", "__stack_chk_fail",
                     # glibc >= 2.35 documents it AS-Safe: lock-free, unlike dl_iterate_phdr, which
                     # takes the loader lock a handler may have interrupted (the unwind-table walk).
-                    "_dl_find_object"}
+                    "_dl_find_object",
+                    # On POSIX's async-signal-safe list. Reached through the fault-safe read of
+                    # unwind tables, which only walks off the sampled thread take (guard_tables).
+                    "getpid"}
 # Functions allowed an indirect call, and why.
 INDIRECT_OK = {"sw_signal_chain": "calls the previously installed handler, as chaining requires"}
 

@@ -167,7 +167,7 @@ int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_
     // libc wrappers (built without frame pointers, their rows are on SP): they reach the first
     // caller exactly. Only a frame that keeps its CFA in the frame pointer needs it: its record is
     // then found by a checked scan above SP, and the walk goes on from there.
-    sw_walk_mem_t mem = {.lo = base, .hi = base + nwords * 8, .copy = (const uint8_t *)w, .base = base};
+    sw_walk_mem_t mem = {.lo = base, .hi = base + nwords * 8, .copy = (const uint8_t *)w, .base = base, .guard_tables = 1};
     sw_walk_regs_t regs = {.pc = sc->pc, .sp = sc->sp, .fp = 0, .lr = 0, .fp_known = 0, .lr_known = 0};
     sw_walk_result_t res = {0};
     out->count = 0;

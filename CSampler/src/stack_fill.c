@@ -85,7 +85,7 @@ SW_RAW_STACK_READER void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unw
     // for the interrupted frame itself (a leaf, a prologue): exact where a guess was made before.
     sw_walk_regs_t regs = {.pc = pc, .sp = sp, .fp = sw_arch_fp(uc), .lr = sw_arch_lr(uc), .fp_known = 1,
                            .lr_known = SW_ARCH_LEAF_CALLER_IN_LR};
-    sw_walk_mem_t mem = {.lo = sp, .hi = end, .copy = NULL, .base = 0};
+    sw_walk_mem_t mem = {.lo = sp, .hi = end, .copy = NULL, .base = 0, .guard_tables = 0};
     sw_walk_result_t res = {0};
     st->count = 0;
     sw_walk(&regs, &mem, 0, st->frames, &st->count, max_frames, &res);

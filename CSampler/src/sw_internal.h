@@ -166,10 +166,14 @@ typedef struct sw_walk_regs {
 } sw_walk_regs_t;
 
 /// The stack a walk may read: [lo, hi), live, or from `copy` holding the bytes from `base` on.
+/// `guard_tables`: the walk runs off the sampled thread, after it (a perf sample, a blocked thread
+/// read from outside), and the thread may since have dlclosed an object on its stack: unwind
+/// tables are read through fault-safe copies (see sw_cfi_find_row).
 typedef struct sw_walk_mem {
     uint64_t lo, hi;
     const uint8_t *copy;
     uint64_t base;
+    uint8_t guard_tables;
 } sw_walk_mem_t;
 
 /// Stops only sw_walk reports, never stored in a stack.

@@ -5,11 +5,15 @@
 // Runs in the signal handler: no allocation, no lock, no system call. The object is found with
 // _dl_find_object (glibc >= 2.35, documented async-signal-safe, lock-free), never dl_iterate_phdr,
 // which takes the loader lock a handler can land inside (a real deadlock, seen with libunwind).
-// Its tables are read in place: the object holds the PC being unwound, so it is mapped.
+// In a handler its tables are read in place: the object holds the PC being unwound, so it is
+// mapped. Off the sampled thread (a perf sample or a blocked thread walked after the fact) the
+// thread may have moved on and dlclosed that object: there every table byte is first copied with
+// a fault-safe read (`guarded`), and an unmapped table ends the walk instead of the process.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "sw_unwind_table.h"
+#include "sw_internal.h"
 
 #include <dlfcn.h>
 #include <stddef.h>
@@ -27,6 +31,7 @@ enum {
 typedef struct cursor {
     const uint8_t *p, *end;
     int bad;
+    uint64_t bias; // where p's bytes live in the object, minus p (non-zero when reading a copy)
 } cursor_t;
 
 static uint64_t rd_uleb(cursor_t *c) {
@@ -70,7 +75,7 @@ static uint64_t rd_fixed(cursor_t *c, unsigned n) {
 // An encoded pointer. `datarel` is the base for DW_EH_PE_datarel (the .eh_frame_hdr address).
 static uint64_t rd_encoded(cursor_t *c, uint8_t enc, uint64_t datarel) {
     if (enc == PE_OMIT) return 0;
-    uint64_t field = (uint64_t)(uintptr_t)c->p, v;
+    uint64_t field = (uint64_t)(uintptr_t)c->p + c->bias, v;
     switch (enc & 0x0f) {
     case PE_ABSPTR: v = rd_fixed(c, 8); break;
     case PE_ULEB: v = rd_uleb(c); break;
@@ -106,11 +111,12 @@ typedef struct cie {
     const uint8_t *insns, *insns_end;
 } cie_t;
 
-static int parse_cie(const uint8_t *at, cie_t *out) {
+// `at` holds the CIE's bytes; `addr` is where they are in the object (pc-relative encodings).
+static int parse_cie(const uint8_t *at, uint64_t addr, cie_t *out) {
     uint32_t len32;
     memcpy(&len32, at, 4);
     if (len32 == 0 || len32 == 0xffffffffu) return 0; // a terminator, or 64-bit DWARF (not in .eh_frame)
-    cursor_t c = {at + 4, at + 4 + len32, 0};
+    cursor_t c = {at + 4, at + 4 + len32, 0, addr - (uint64_t)(uintptr_t)at};
     if (rd_fixed(&c, 4) != 0) return 0; // not a CIE
     uint8_t version = (uint8_t)rd_fixed(&c, 1);
     if (version != 1 && version != 3) return 0;
@@ -180,7 +186,7 @@ static void set_rule(rules_t *r, const cie_t *cie, uint64_t reg, uint8_t rule, i
 // malformed. `initial` holds the CIE's rules for DW_CFA_restore.
 static int run(const uint8_t *p, const uint8_t *end, const cie_t *cie, uint64_t loc, uint64_t target,
                rules_t *r, const rules_t *initial, int *ops) {
-    cursor_t c = {p, end, 0};
+    cursor_t c = {p, end, 0, 0}; // instructions hold no pc-relative pointers
     rules_t saved[SW_CFI_STATE_DEPTH];
     int depth = 0;
     while (c.p < c.end && !c.bad) {
@@ -302,41 +308,58 @@ static int run(const uint8_t *p, const uint8_t *end, const cie_t *cie, uint64_t 
     return !c.bad;
 }
 
-// The FDE covering `pc` through the binary-search table of .eh_frame_hdr, or NULL.
-static const uint8_t *find_fde(uint64_t hdr, uint64_t pc) {
-    const uint8_t *h = (const uint8_t *)(uintptr_t)hdr;
+// Copies `len` table bytes at `src` into `dst`: in place in a handler, by a fault-safe read when
+// guarded. Returns 0 when they cannot be read (the object is gone).
+static int table_read(void *dst, uint64_t src, size_t len, int guarded) {
+    if (!guarded) {
+        memcpy(dst, (const void *)(uintptr_t)src, len);
+        return 1;
+    }
+    return sw_read_own(dst, src, len) == len;
+}
+
+// The address of the FDE covering `pc` through the binary-search table of .eh_frame_hdr, or 0.
+static uint64_t find_fde(uint64_t hdr, uint64_t pc, int guarded) {
+    uint8_t h[12];
+    if (!table_read(h, hdr, sizeof h, guarded)) return 0;
     // version 1; eh_frame_ptr; fde_count (udata4); table of datarel sdata4 pairs, sorted.
-    if (h[0] != 1 || h[2] != PE_UDATA4 || h[3] != (PE_DATAREL | PE_SDATA4)) return NULL;
+    if (h[0] != 1 || h[2] != PE_UDATA4 || h[3] != (PE_DATAREL | PE_SDATA4)) return 0;
     uint8_t ptr_enc = h[1] & 0x0f;
-    if (ptr_enc != PE_SDATA4 && ptr_enc != PE_UDATA4) return NULL;
+    if (ptr_enc != PE_SDATA4 && ptr_enc != PE_UDATA4) return 0;
     uint32_t n;
     memcpy(&n, h + 8, 4);
-    const int32_t *table = (const int32_t *)(uintptr_t)(hdr + 12);
+    uint64_t table = hdr + 12;
     uint32_t lo = 0, hi = n;
     while (lo < hi) { // last entry whose initial location is <= pc
         uint32_t mid = lo + (hi - lo) / 2;
         int32_t start;
-        memcpy(&start, &table[2 * mid], 4);
+        if (!table_read(&start, table + 8 * (uint64_t)mid, 4, guarded)) return 0;
         if (hdr + (uint64_t)(int64_t)start <= pc) lo = mid + 1;
         else hi = mid;
     }
-    if (lo == 0) return NULL;
+    if (lo == 0) return 0;
     int32_t fde;
-    memcpy(&fde, &table[2 * (lo - 1) + 1], 4);
-    return (const uint8_t *)(uintptr_t)(hdr + (uint64_t)(int64_t)fde);
+    if (!table_read(&fde, table + 8 * (uint64_t)(lo - 1) + 4, 4, guarded)) return 0;
+    return hdr + (uint64_t)(int64_t)fde;
 }
 
-// Parses the FDE at `fde` and its CIE; fills the rules at `target` (or, with target UINT64_MAX,
-// follows every instruction). Returns SW_CFI_* and the FDE's range start in *start.
-static int rules_at(const uint8_t *fde, uint64_t target, int check_range, rules_t *r) {
+// Parses the FDE whose bytes are at `fde` (object address `fde_addr`) and its CIE (`cie`, at
+// `cie_addr`; NULL: found in place from the FDE); fills the rules at `target` (or, with target
+// UINT64_MAX, follows every instruction). Returns SW_CFI_*.
+static int rules_at(const uint8_t *fde, uint64_t fde_addr, const uint8_t *cie_bytes, uint64_t cie_addr,
+                    uint64_t target, int check_range, rules_t *r) {
     uint32_t len32;
     memcpy(&len32, fde, 4);
     if (len32 == 0 || len32 == 0xffffffffu) return SW_CFI_NO_INFO;
-    cursor_t c = {fde + 4, fde + 4 + len32, 0};
+    cursor_t c = {fde + 4, fde + 4 + len32, 0, fde_addr - (uint64_t)(uintptr_t)fde};
     uint32_t cie_ptr = (uint32_t)rd_fixed(&c, 4);
     if (cie_ptr == 0) return SW_CFI_NO_INFO; // a CIE, not an FDE
+    if (cie_bytes == NULL) {
+        cie_bytes = fde + 4 - cie_ptr;
+        cie_addr = fde_addr + 4 - cie_ptr;
+    }
     cie_t cie;
-    if (!parse_cie(fde + 4 - cie_ptr, &cie)) return SW_CFI_UNSUPPORTED;
+    if (!parse_cie(cie_bytes, cie_addr, &cie)) return SW_CFI_UNSUPPORTED;
     uint64_t start = rd_encoded(&c, cie.fde_enc, 0);
     uint64_t range = rd_range(&c, cie.fde_enc);
     if (c.bad) return SW_CFI_UNSUPPORTED;
@@ -355,18 +378,40 @@ static int rules_at(const uint8_t *fde, uint64_t target, int check_range, rules_
     return SW_CFI_OK;
 }
 
-// async-signal-safe: _dl_find_object and reads of the object's own read-only tables.
-int sw_cfi_find_row(uint64_t pc, sw_cfi_row_t *row) {
+// Off the sampled thread: the FDE and its CIE copied by fault-safe reads, then parsed from the
+// copies. Largest FDE/CIE copied (bytes): GCC's and clang's are tens of bytes; longer ones, from
+// huge functions, are treated as having no usable row. Not inlined: its buffers stay off the
+// handler's stack.
+#define SW_CFI_FDE_COPY 1024
+#define SW_CFI_CIE_COPY 256
+__attribute__((noinline)) static int rules_guarded(uint64_t fde_addr, uint64_t pc, rules_t *r) {
+    uint8_t fde[SW_CFI_FDE_COPY], cie[SW_CFI_CIE_COPY];
+    uint32_t len32, cie_ptr, cie_len;
+    if (!table_read(&len32, fde_addr, 4, 1)) return SW_CFI_NO_INFO;
+    if (len32 < 8 || len32 > sizeof fde - 4) return len32 == 0 ? SW_CFI_NO_INFO : SW_CFI_UNSUPPORTED;
+    if (!table_read(fde, fde_addr, 4 + (size_t)len32, 1)) return SW_CFI_NO_INFO;
+    memcpy(&cie_ptr, fde + 4, 4);
+    if (cie_ptr == 0) return SW_CFI_NO_INFO;
+    uint64_t cie_addr = fde_addr + 4 - cie_ptr;
+    if (!table_read(&cie_len, cie_addr, 4, 1)) return SW_CFI_NO_INFO;
+    if (cie_len < 8 || cie_len > sizeof cie - 4) return SW_CFI_UNSUPPORTED;
+    if (!table_read(cie, cie_addr, 4 + (size_t)cie_len, 1)) return SW_CFI_NO_INFO;
+    return rules_at(fde, fde_addr, cie, cie_addr, pc, 1, r);
+}
+
+// async-signal-safe: _dl_find_object and reads of the object's own read-only tables (guarded: by
+// process_vm_readv, also async-signal-safe, used off the sampled thread only).
+int sw_cfi_find_row(uint64_t pc, sw_cfi_row_t *row, int guarded) {
     struct dl_find_object fo;
     if (_dl_find_object((void *)(uintptr_t)pc, &fo) != 0) return SW_CFI_NO_MODULE;
     if (fo.dlfo_eh_frame == NULL) return SW_CFI_NO_INFO;
-    const uint8_t *fde = find_fde((uint64_t)(uintptr_t)fo.dlfo_eh_frame, pc);
-    if (fde == NULL || (uint64_t)(uintptr_t)fde < (uint64_t)(uintptr_t)fo.dlfo_map_start ||
-        (uint64_t)(uintptr_t)fde >= (uint64_t)(uintptr_t)fo.dlfo_map_end) {
+    uint64_t fde = find_fde((uint64_t)(uintptr_t)fo.dlfo_eh_frame, pc, guarded);
+    if (fde == 0 || fde < (uint64_t)(uintptr_t)fo.dlfo_map_start || fde >= (uint64_t)(uintptr_t)fo.dlfo_map_end) {
         return SW_CFI_NO_INFO;
     }
     rules_t r;
-    int rc = rules_at(fde, pc, 1, &r);
+    int rc = guarded ? rules_guarded(fde, pc, &r)
+                     : rules_at((const uint8_t *)(uintptr_t)fde, fde, NULL, 0, pc, 1, &r);
     if (rc != SW_CFI_OK) return rc;
     if (r.cfa_unsupported || (r.cfa_reg != SW_DWARF_SP && r.cfa_reg != SW_DWARF_FP)) return SW_CFI_UNSUPPORTED;
     row->cfa_reg = r.cfa_reg;
@@ -394,7 +439,8 @@ int sw_cfi_fp_share(uint64_t hdr, uint32_t sample) {
         int32_t off;
         memcpy(&off, &table[2 * i + 1], 4);
         rules_t r;
-        if (rules_at((const uint8_t *)(uintptr_t)(hdr + (uint64_t)(int64_t)off), UINT64_MAX, 0, &r) != SW_CFI_OK) {
+        uint64_t fde = hdr + (uint64_t)(int64_t)off;
+        if (rules_at((const uint8_t *)(uintptr_t)fde, fde, NULL, 0, UINT64_MAX, 0, &r) != SW_CFI_OK) {
             continue;
         }
         seen++;

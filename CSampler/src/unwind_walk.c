@@ -62,7 +62,7 @@ SW_RAW_STACK_READER int sw_walk(const sw_walk_regs_t *regs, const sw_walk_mem_t 
         if (by_record && (fp & ~SW_ASYNC_FP_BIT) == 0 && res->table_frames < SW_WALK_MAX_TABLE_FRAMES) {
             // A zero link ends the chain of records, or is a register that frameless code further
             // down left zero: the table decides (an undefined return address is the thread's entry).
-            if (sw_cfi_find_row(look, &row) == SW_CFI_OK && row.ra_rule != SW_RULE_UNDEFINED) {
+            if (sw_cfi_find_row(look, &row, mem->guard_tables) == SW_CFI_OK && row.ra_rule != SW_RULE_UNDEFINED) {
                 by_record = 0;
                 row_found = 1; // the table step below uses it: one lookup, not two
             }
@@ -94,7 +94,7 @@ SW_RAW_STACK_READER int sw_walk(const sw_walk_regs_t *regs, const sw_walk_mem_t 
                 res->stop = SW_STOP_BUDGET;
                 break;
             }
-            int rc = row_found ? SW_CFI_OK : sw_cfi_find_row(look, &row);
+            int rc = row_found ? SW_CFI_OK : sw_cfi_find_row(look, &row, mem->guard_tables);
             if (rc != SW_CFI_OK) {
                 if (!outer) {
                     res->stop = SW_STOP_NO_ROW_AT_PC; // the caller falls back to frame records
