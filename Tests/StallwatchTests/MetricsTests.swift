@@ -126,4 +126,15 @@ struct MetricsTests {
         #expect(start.map { $0 == 777 } == true, "start ticks \(String(describing: start))")
         #expect(SystemFigures.parseStartTicks("4242 (short) S 1 2").map { _ in false } ?? true)
     }
+
+    @Test("capture timeouts: only what the sampler's count grew by since the first round is counted")
+    func captureTimeoutsCountTheGrowth() throws {
+        let backend = TestMetrics()
+        let metrics = try WatchdogMetrics(factory: backend)
+        metrics.recordCaptureTimeouts(total: 5)   // timeouts before this watchdog: not its own
+        metrics.recordCaptureTimeouts(total: 8)
+        metrics.recordCaptureTimeouts(total: 8)
+        metrics.recordCaptureTimeouts(total: 9)
+        #expect(backend.counterTotal(label: "stallwatch_capture_timeouts_total") == 4)
+    }
 }

@@ -25,6 +25,7 @@ import Synchronization
 /// | `stallwatch_signal_owned` | gauge | | 1 while the sampling signal's handler is Stallwatch's, else 0 |
 /// | `stallwatch_signal_lost_total` | counter | | times another handler took the sampling signal over |
 /// | `stallwatch_errors_total` | counter | | `.error` events (e.g. an unwritable report directory) |
+/// | `stallwatch_capture_timeouts_total` | counter | | signal captures abandoned at their deadline (a thread that did not answer in time), process-wide |
 ///
 /// With ``ProcessMetrics`` enabled, the process figures documented there are added.
 public final class WatchdogMetrics: Sendable {
@@ -43,6 +44,7 @@ public final class WatchdogMetrics: Sendable {
         var watchdogCPU: FloatingPointCounter?
         var signalOwned: Gauge?
         var gauges: [String: Gauge] = [:]
+        var captureTimeoutsSeen: UInt64?
     }
 
     /// Metrics named `prefix_…`, created through `factory` (default: the one the application
@@ -148,6 +150,17 @@ public final class WatchdogMetrics: Sendable {
                 s.watchdogCPU = FloatingPointCounter(label: name("watchdog_cpu_seconds_total"), factory: resolvedFactory)
             }
             if watchdogCPU > .zero { s.watchdogCPU?.increment(by: watchdogCPU.secondsDouble) }
+        }
+    }
+
+    /// The sampler's count of captures abandoned at their deadline (process-wide, monotonic): what
+    /// it grew by since the last call is added to `capture_timeouts_total`.
+    func recordCaptureTimeouts(total: UInt64) {
+        state.withLock { s in
+            let seen = s.captureTimeoutsSeen ?? total
+            s.captureTimeoutsSeen = total
+            let counter = counter("capture_timeouts_total", [], in: &s)
+            if total > seen { counter.increment(by: Int64(clamping: total - seen)) }
         }
     }
 

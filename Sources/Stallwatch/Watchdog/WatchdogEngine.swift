@@ -159,7 +159,12 @@ final class WatchdogEngine {
         plannedWake = next
         let own = ownThreadFigures()
         ownAtWait = (own.cpu, own.runQueueWait, MonotonicClock.now())
-        metrics?.recordRound(lateness: lateness, watchdogCPU: own.cpu - reportedCPU)
+        if let metrics {
+            metrics.recordRound(lateness: lateness, watchdogCPU: own.cpu - reportedCPU)
+            var stats = sw_sampler_stats_t()
+            sw_sampler_stats(&stats)
+            metrics.recordCaptureTimeouts(total: stats.timeouts)
+        }
         reportedCPU = own.cpu
         return next
     }
