@@ -17,7 +17,11 @@ ROOTS = ["sw_signal_handler"]
 ALLOWED_EXTERNAL = {"clock_gettime", "syscall", "memcpy", "memset", "__errno_location", "__stack_chk_fail",
                     # glibc >= 2.35 documents it AS-Safe: lock-free, unlike dl_iterate_phdr, which
                     # takes the loader lock a handler may have interrupted (the unwind-table walk).
-                    "_dl_find_object"}
+                    "_dl_find_object",
+                    # The Swift runtime's task-local lookup (request_tag.c): a pointer walk over the
+                    # interrupted task's task-local list after a static-TLS read of the current task;
+                    # no allocation, no lock, no system call (disassembled on Swift 6.3).
+                    "swift_task_localValueGet"}
 # Functions allowed an indirect call, and why.
 INDIRECT_OK = {"sw_signal_chain": "calls the previously installed handler, as chaining requires"}
 
