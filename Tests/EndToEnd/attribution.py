@@ -11,7 +11,7 @@ holds a finished `stallwatch.stall` span on that trace with a `stallwatch.stall`
 Prints one line per round and "attribution: N/ROUNDS" (NAME); exits non-zero unless every round
 passed.
 
-Usage: attribution.py NAME=BINARY ... [--rounds N]   (see scripts/e2e-servers.sh)
+Usage: attribution.py NAME=BINARY ... [--rounds N] [--kind cpu|sleep|lock|socket]   (see scripts/e2e-servers.sh)
 """
 import http.client
 import json
@@ -84,7 +84,7 @@ def stall_reports(directory):
     return out
 
 
-def one_round(server, report_dir, round_index, route):
+def one_round(server, report_dir, round_index, route, kind="cpu"):
     blocker = random.randrange(CONCURRENT)
     traces = [f"r{round_index}q{i}{random.randrange(1 << 30):08x}" for i in range(CONCURRENT)]
     before = set(stall_reports(report_dir))
@@ -92,7 +92,7 @@ def one_round(server, report_dir, round_index, route):
 
     def send(i):
         headers = {"in-memory-trace-id": traces[i], "in-memory-span-id": f"client{i}"}
-        path = f"/block/cpu?ms={BLOCK_MS}" if i == blocker else f"/wait?ms={WAIT_MS}"
+        path = f"/block/{kind}?ms={BLOCK_MS}" if i == blocker else f"/wait?ms={WAIT_MS}"
         try:
             statuses[i] = server.fetch(path, headers)[0]
         except OSError as e:
@@ -134,7 +134,7 @@ def one_round(server, report_dir, round_index, route):
     return False, problem
 
 
-def run(name, binary, rounds):
+def run(name, binary, rounds, kind):
     report_dir = tempfile.mkdtemp(prefix=f"stallwatch-attr-{name}-")
     server = Server(binary, report_dir)
     passed = 0
@@ -143,23 +143,27 @@ def run(name, binary, rounds):
             print(f"FAIL {name}: server did not start: {server.lines[-5:]}", flush=True)
             return 0
         for r in range(rounds):
-            ok, detail = one_round(server, report_dir, r, ROUTE[name])
+            ok, detail = one_round(server, report_dir, r, ROUTE[name], kind)
             passed += ok
             print(("PASS " if ok else "FAIL ") + f"{name} round {r + 1}: {detail}", flush=True)
             time.sleep(0.3)
     finally:
         server.stop()
         shutil.rmtree(report_dir, ignore_errors=True)
-    print(f"attribution: {passed}/{rounds} ({name})", flush=True)
+    print(f"attribution: {passed}/{rounds} ({name}, /block/{kind})", flush=True)
     return passed
 
 
 def main():
     args = sys.argv[1:]
-    rounds = 20
+    rounds, kind = 20, "cpu"
     if "--rounds" in args:
         i = args.index("--rounds")
         rounds = int(args[i + 1])
+        del args[i:i + 2]
+    if "--kind" in args:  # cpu (default), sleep, lock, socket: which blocking handler stalls
+        i = args.index("--kind")
+        kind = args[i + 1]
         del args[i:i + 2]
     if not args:
         print(__doc__, file=sys.stderr)
@@ -167,7 +171,7 @@ def main():
     ok = True
     for arg in args:
         name, binary = arg.split("=", 1)
-        ok &= run(name, binary, rounds) == rounds
+        ok &= run(name, binary, rounds, kind) == rounds
     return 0 if ok else 1
 
 

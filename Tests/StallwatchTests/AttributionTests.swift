@@ -181,4 +181,21 @@ struct AttributionTests {
         #expect(WatchdogEvent.stall(report).summary["traceID"] == "t")
         #expect(WatchdogEvent.stall(report).summary["request"] == "GET /a/:b")
     }
+
+    @Test("pprof samples of a stall that served a request carry its route, method and ids as labels")
+    func pprofLabels() {
+        var report = StallReport(kind: .stall, id: "r2", startTimeUnixNanoseconds: 1, duration: .seconds(1),
+                                 durationIsFinal: true, sampleCount: 1,
+                                 callTree: [ReportCallTreeNode(parent: -1, address: 0x1000, symbol: "f", count: 1, selfCount: 1)],
+                                 threadCount: 1, configuration: WatchdogConfiguration())
+        func strings(_ r: StallReport) -> String {
+            String(decoding: PprofEncoder.encode(StallProfile(reports: [r])), as: UTF8.self)
+        }
+        #expect(!strings(report).contains("trace_id"))
+        report.request = ReportRequest(method: "GET", route: "/a/:b", traceID: "4bf92f3577b34da6", spanID: "00f067aa")
+        let text = strings(report)
+        for s in ["http.route", "/a/:b", "http.method", "trace_id", "4bf92f3577b34da6", "span_id", "00f067aa"] {
+            #expect(text.contains(s), "\(s)")
+        }
+    }
 }
