@@ -5,7 +5,7 @@ import Tracing
 
 /// Names the request a stall blocked: a middleware (or a handler) wraps the request in
 /// ``serving(method:route:context:isolation:_:)``, and every stall report of code run inside it
-/// carries ``ReportRequest`` (method, route pattern, the trace and span ids of its
+/// carries `ReportRequest` (method, route pattern, the trace and span ids of its
 /// `ServiceContext`), and the stall reaches the request's trace as a `stallwatch.stall` span.
 ///
 /// How the stalled request is found: the request gets a tag (an integer) in a task-local, which
@@ -33,6 +33,7 @@ public struct StallAttribution: Sendable {
     ///   ran (Hummingbird's `context.endpointPath`) can be read then.
     ///   - context: The request's `ServiceContext`; `ServiceContext.current` when `nil` (put this
     ///     call inside the tracing middleware, so the context holds the request's span).
+    ///   - isolation: The caller's actor isolation, kept for `operation` (the default, the caller's).
     ///   - operation: The request's work.
     public static func serving<Result>(
         method: String, route: @autoclosure @escaping @Sendable () -> String, context: ServiceContext? = nil,
