@@ -11,6 +11,9 @@ holds a finished `stallwatch.stall` span on that trace with a `stallwatch.stall`
 Prints one line per round and "attribution: N/ROUNDS" (NAME); exits non-zero unless every round
 passed.
 
+--kind picks the blocking handler (default cpu). A handler blocked in a system call from its start
+(sleep, lock, socket) is not signalled, so its request is not read yet: those kinds fail today.
+
 Usage: attribution.py NAME=BINARY ... [--rounds N] [--kind cpu|sleep|lock|socket]   (see scripts/e2e-servers.sh)
 """
 import http.client
