@@ -12,6 +12,11 @@ timeout 600 python3 Tests/EndToEnd/servers.py \
   "hummingbird=Examples/HummingbirdServer/.build/debug/HummingbirdServer" \
   "nio=Examples/NIOServer/.build/debug/NIOServer" \
   "vapor=Examples/VaporServer/.build/debug/VaporServer" || status=$?
+# Request attribution: 20 rounds of 32 concurrent traced requests, one of which stalls; its report
+# and its trace must name it ("attribution: N/20").
+timeout 1500 python3 Tests/EndToEnd/attribution.py \
+  "hummingbird=Examples/HummingbirdServer/.build/debug/HummingbirdServer" \
+  "vapor=Examples/VaporServer/.build/debug/VaporServer" || status=$?
 # The fault-injection matrix's short form, on the servers just built: it prints the table and its
 # goal verdicts; it fails only on structural problems (a server that does not start, an injection
 # route that answers wrongly), since many goals still MISS while the watchdog is being fixed.

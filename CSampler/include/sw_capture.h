@@ -52,6 +52,9 @@ typedef struct sw_stack {
     uint8_t leaf_word_count;
     uint8_t stop_reason;     ///< why the walk ended (SW_STOP_*): SW_STOP_ROOT only for a whole stack
     uint8_t table_frames;    ///< frames found through unwind tables (.eh_frame) rather than frame records
+    /// The request the interrupted code served (the task-local set by sw_request_key_set's key), 0
+    /// when none or not read (captures without a handler).
+    uint64_t request_tag;
 } sw_stack_t;
 
 /// Why a walk ended (sw_stack_t.stop_reason). Only SW_STOP_ROOT means the stack is whole.
@@ -143,6 +146,13 @@ int sw_capture_perf(int32_t tid, uint32_t max_frames, int64_t timeout_ns, sw_sta
 /// The calling thread's own stack (frame pointers), from the caller of this function outwards.
 /// Not for signal handlers. Returns 0 or SW_ERR_INVALID.
 int sw_capture_self(sw_stack_t *out, uint32_t max_frames);
+
+/// Sets the Swift task-local whose value (a UInt64 request tag) every handler capture records in
+/// sw_stack_t.request_tag: the address of a `TaskLocal<UInt64>` object. NULL stops the reading.
+void sw_request_key_set(const void *key);
+
+/// The calling thread's request tag, as a handler reads it (for tests). async-signal-safe.
+uint64_t sw_request_tag_read(void);
 
 /// Counters for tests and benchmarks.
 typedef struct sw_sampler_stats {

@@ -17,6 +17,7 @@ void sw_capture_collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live
     out->sp = st->sp;
     out->handler_ns = st->handler_ns;
     out->taken_at_ns = st->taken_at_ns;
+    out->request_tag = st->request_tag;
     memcpy(out->frames, st->frames, sizeof(uint64_t) * st->count);
     memcpy(out->leaf_words, st->leaf_words, sizeof st->leaf_words);
     out->leaf_word_count = st->leaf_word_count;

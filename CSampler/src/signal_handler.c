@@ -33,6 +33,7 @@ static int prime(void) {
     int rc = sw_maps_rebuild();
     if (rc == 0) rc = sw_remote_unwind_init() == 0 ? 0 : SW_ERR_NOT_INSTALLED;
     (void)sw_now_ns();
+    sw_request_tag_prime();
     return rc;
 }
 

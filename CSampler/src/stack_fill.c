@@ -44,6 +44,7 @@ SW_RAW_STACK_READER void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unw
     st->leaf_word_count = 0;
     st->table_frames = 0;
     st->stop_reason = SW_STOP_NOT_WALKED;
+    st->request_tag = sw_request_tag_read();
     if (unwinder == SW_UNWIND_NONE) {
         st->stack_known = 1; // nothing to bound: the floor takes the PC only
         return;
@@ -144,6 +145,7 @@ int sw_capture_self(sw_stack_t *out, uint32_t max_frames) {
     out->handler_ns = 0;
     out->latency_ns = 0;
     out->taken_at_ns = (uint64_t)sw_now_ns();
+    out->request_tag = sw_request_tag_read();
     uint64_t lo = 0, hi = 0;
     if (!sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
         sw_maps_rebuild();

@@ -121,6 +121,9 @@ uint64_t sw_readable_stack_end(uint64_t sp, uint64_t hi);
 /// Captures whose walk stopped at a page unmapped since the table was read.
 uint64_t sw_stack_fill_cut_count(void);
 
+/// Binds the task-local lookup's PLT slot outside any handler (request_tag.c).
+void sw_request_tag_prime(void);
+
 /// A thread's stack mapping as the map table gave it ([lo, end) for table generation `gen`), kept
 /// between captures of the same thread so the handler skips the table lookup, and `readable`: where
 /// the last capture's reads had to stop (the thread's own allocation, or what the kernel said).

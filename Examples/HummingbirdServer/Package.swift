@@ -13,6 +13,8 @@ let package = Package(
         // Only the example exports Prometheus: the library speaks swift-metrics, the app picks the backend.
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        // The in-memory tracer behind STALLWATCH_EXAMPLE_TRACER=memory (a test aid: ExampleTracer.swift).
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
     ],
     targets: [
         .executableTarget(
@@ -24,6 +26,8 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
         // `bench server`'s "off" side: the same routes (symlinked sources), no watchdog.

@@ -11,6 +11,8 @@ let package = Package(
         .package(name: "Stallwatch", path: "../.."),
         .package(path: "../BlockingWork"),
         .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
+        // The in-memory tracer behind STALLWATCH_EXAMPLE_TRACER=memory (a test aid: ExampleTracer.swift).
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
     ],
     targets: [
         .executableTarget(
@@ -20,6 +22,8 @@ let package = Package(
                 .product(name: "StallwatchNIO", package: "Stallwatch"),
                 .product(name: "BlockingWork", package: "BlockingWork"),
                 .product(name: "Vapor", package: "vapor"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
     ],

@@ -5,7 +5,7 @@ import Stallwatch
 struct Pprof: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write reports' samples as a pprof profile (gzipped profile.proto).",
-        discussion: "Each sample is labelled with its stall (stall_id, loop, thread, thread_id, cause, stall_duration). Read it with `go tool pprof -top FILE`, or send it to Pyroscope or Parca (see the README)."
+        discussion: "Each sample is labelled with its stall (stall_id, loop, thread, thread_id, cause, stall_duration; http.route, http.method, trace_id, span_id when it served a named request). Read it with `go tool pprof -top FILE`, or send it to Pyroscope or Parca (see the README)."
     )
 
     @Argument(help: "Report files written by the watchdog.")

@@ -27,6 +27,9 @@ struct Show: ParsableCommand {
         let final = r.durationIsFinal ? "final" : "so far: written while still stalled"
         lines.append("started \(TextFormat.time(unixNanoseconds: r.startTimeUnixNanoseconds)), lasted \(TextFormat.milliseconds(r.durationNanoseconds)) (\(final); threshold \(TextFormat.milliseconds(r.thresholdNanoseconds)))")
         if let c = r.cause { lines.append("cause: \(c.kind.rawValue) — \(safe(c.evidence))") }
+        if let q = r.request {
+            lines.append("request: \(safe(q.summary)) (\(q.sampleCount) of \(r.sampleCount) samples)")
+        }
         lines.append("blamed: \(safe(r.blamedSummary()))")
         let truncated = r.truncatedSampleCount > 0 ? "; \(r.truncatedSampleCount) with outer frames missing\(Self.stackEndsText(r.stackEnds))" : ""
         lines.append("blamed stack (\(r.sampleCount) samples\(truncated); leaf first; [sys] = system code):")

@@ -99,6 +99,7 @@ struct CommandLineTests {
                                  callTree: [ReportCallTreeNode(parent: -1, address: 0x1000, symbol: evil, module: "/srv/app", count: 3, selfCount: 3)],
                                  otherThreads: [other], threadCount: 2, configuration: WatchdogConfiguration())
         report.sampleCount = 3
+        report.request = ReportRequest(method: "GET", route: "/r\u{1b}[2J/:id", traceID: "4bf9", spanID: "00f0", sampleCount: 2)
         let path = "\(dir)/evil.json"
         try JSONEncoder().encode(report).write(to: URL(fileURLWithPath: path))
         let tool = try ExternalTool.stallwatch()
@@ -112,6 +113,7 @@ struct CommandLineTests {
         }
         let shown = try tool.run(["show", "--threads", path]).output
         #expect(shown.contains("lasted 1552.0 ms (final"), "\(shown)")
+        #expect(shown.contains("request: GET /r\\x1b[2J/:id trace 4bf9 span 00f0 (2 of 3 samples)"), "\(shown)")
         #expect(shown.contains("name\\x1b[2J\\x0d"), "the whole thread name: \(shown)")
         #expect(shown.contains("deep\\x1bc") && shown.contains("outer\\x9b2J"), "every frame of the other thread: \(shown)")
         #expect(!(try tool.run(["show", path]).output.contains("outer")), "only the top frame without --threads")

@@ -28,6 +28,9 @@ public struct CapturedStack: Sendable, Hashable, Codable {
     /// Whether `frames[1]` (the leaf's caller) was recovered from the words above the stack
     /// pointer rather than read from a frame record: a well-checked guess, but a guess.
     public var leafCallerRecovered: Bool = false
+    /// The request the interrupted code served (``StallAttribution``'s tag, read by the signal
+    /// handler from the thread's current task); `nil` when none or when no handler ran.
+    var requestTag: UInt64?
 
     /// Creates a stack value (mostly for tests and decoding).
     public init(thread: ThreadID, frames: [UInt], unwinder: Unwinder, truncated: Bool = false,
@@ -61,6 +64,7 @@ public struct CapturedStack: Sendable, Hashable, Codable {
         self.leafCallerRecovered = raw.pointee.leaf_caller_recovered != 0
         self.walkEnd = StackEnd(c: raw.pointee.stop_reason)
         self.tableFrames = Int(raw.pointee.table_frames)
+        self.requestTag = raw.pointee.request_tag == 0 ? nil : raw.pointee.request_tag
     }
 
     /// Samples whose walk ended early, counted by why; `nil` when every walk reached its root.

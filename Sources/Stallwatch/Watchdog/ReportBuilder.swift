@@ -87,6 +87,8 @@ struct ReportBuilder {
         report.callTree = ReportCallTreeNode.flatten(tree, describe: describe)
         report.truncatedSampleCount = samples.filter { !$0.isWhole }.count
         report.stackEnds = CapturedStack.earlyEnds(of: Array(samples))
+        // A request once named is kept when a later version cannot name it (its tag forgotten).
+        if let attributed = StallAttribution.request(for: samples) { report.request = attributed.request }
     }
 
     /// What one stall report says beyond its samples.

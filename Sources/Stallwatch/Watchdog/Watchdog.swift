@@ -121,6 +121,7 @@ public final class Watchdog: Sendable {
     /// Starts the watchdog thread. Idempotent. A running watchdog keeps itself alive (its thread
     /// holds a reference) until ``stop()``; `ServiceGroup` calls that at shutdown.
     public func start() throws(SamplerError) {
+        StallAttribution.installKey()
         try control.withLock { (c: inout Control) throws(SamplerError) in
             guard !c.running else { return }
             c.running = true

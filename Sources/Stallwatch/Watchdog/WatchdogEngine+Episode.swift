@@ -190,6 +190,7 @@ extension WatchdogEngine {
         m.detector.record(report: report)
         m.reportedSignature = signature
         deliver(report)
+        StallAttribution.reported(report, samples: m.samples)
     }
 
     private static func sameKind(_ a: FilterReason?, _ b: FilterReason) -> Bool {
@@ -210,6 +211,7 @@ extension WatchdogEngine {
         m.detector.record(report: next)
         m.reportedSignature = signature
         writer?.submit(next)
+        StallAttribution.reported(next, samples: m.samples)
         logger.debug("stall report updated", metadata: ["loop": "\(m.source.name)", "id": "\(next.id)"])
     }
 
@@ -254,6 +256,7 @@ extension WatchdogEngine {
         let final = builder.updated(report, start: episode.start, duration: duration, final: true, samples: m.samples,
                                     cause: cause(of: m))
         writer?.submit(final)
+        StallAttribution.reported(final, samples: m.samples)
     }
 
     private func processCPUPercent(_ facts: RoundFacts, now: MonotonicInstant) -> Double {

@@ -5,7 +5,8 @@ extension WatchdogEvent {
     /// The event in a few flat fields, for one log line or a metrics label set: `event`, and per
     /// kind `loop`, `cause`, `evidence`, `durationMs`, `thread`, `id`, `blamed` (three frames of the
     /// blamed stack from the first of the application's own, leaf first, joined by ` <- `), `reason`
-    /// or `message`.
+    /// or `message`; for a stall that served a request registered with ``StallAttribution``, also
+    /// `request` (method and route), `traceID` and `spanID`.
     public var summary: [String: String] {
         switch self {
         case .feedbackLoop(let report):
@@ -22,7 +23,7 @@ extension WatchdogEvent {
                 "thread": report.thread.map { "\($0.id) \($0.name)" } ?? "",
                 "durationMs": "\(report.durationNanoseconds / 1_000_000)",
                 "blamed": report.blamedSummary(frames: 3),
-            ]
+            ].merging(Self.requestFields(report.request)) { a, _ in a }
         case .stallEnded(let loop, let thread, let duration):
             ["event": "stallEnded", "loop": loop, "thread": thread.map { "\($0.rawValue)" } ?? "",
              "durationMs": "\(duration.clampedNanoseconds / 1_000_000)"]
@@ -31,6 +32,14 @@ extension WatchdogEvent {
         case .error(let message):
             ["event": "error", "message": message]
         }
+    }
+
+    private static func requestFields(_ request: ReportRequest?) -> [String: String] {
+        guard let request else { return [:] }
+        var fields = ["request": "\(request.method) \(request.route)"]
+        if let t = request.traceID { fields["traceID"] = t }
+        if let s = request.spanID { fields["spanID"] = s }
+        return fields
     }
 
     /// ``summary`` as one line of JSON with sorted keys.

@@ -3,7 +3,8 @@
 ///
 /// Two sample types, `samples/count` (the default) and `wall/nanoseconds` (samples × the sampling
 /// interval). Every sample carries its stall's facts as labels (`stall_id`, `loop`, `thread`,
-/// `thread_id`, `cause`, `stall_duration`), so one file can hold many stalls and still be sliced
+/// `thread_id`, `cause`, `stall_duration`; and `http.route`, `http.method`, `trace_id`, `span_id`
+/// when the stall served a named request), so one file can hold many stalls and still be sliced
 /// by them (`go tool pprof -tagfocus cause=lockWait`).
 public enum PprofEncoder {
     // Field numbers of profile.proto (github.com/google/pprof/proto/profile.proto).
@@ -128,6 +129,16 @@ public enum PprofEncoder {
         }
         labels.append(SampleLabel(key: strings.index("stall_duration"), number: report.durationNanoseconds,
                                   unit: strings.index("nanoseconds")))
+        if let request = report.request {
+            labels.append(SampleLabel(key: strings.index("http.route"), string: strings.index(request.route)))
+            labels.append(SampleLabel(key: strings.index("http.method"), string: strings.index(request.method)))
+            if let trace = request.traceID {
+                labels.append(SampleLabel(key: strings.index("trace_id"), string: strings.index(trace)))
+            }
+            if let span = request.spanID {
+                labels.append(SampleLabel(key: strings.index("span_id"), string: strings.index(span)))
+            }
+        }
         return labels
     }
 }

@@ -122,6 +122,9 @@ public struct StallReport: Sendable, Equatable, Codable {
     public var feedback: FeedbackFacts?
     /// How the loop's thread was sampled (absent when it was not sampled by timer).
     public var sampling: SamplingFacts?
+    /// The request the stalled code was serving (method, route, trace and span ids); absent when
+    /// it served none registered with `StallAttribution`, and in reports written before it existed.
+    public var request: ReportRequest?
 
     /// Creates a report; `schemaVersion` is always ``currentSchemaVersion``.
     public init(
@@ -215,5 +218,6 @@ extension StallReport {
         watchdogLatenessNanoseconds = try c.decodeIfPresent(Int64.self, forKey: .watchdogLatenessNanoseconds) ?? 0
         feedback = try c.decodeIfPresent(FeedbackFacts.self, forKey: .feedback)
         sampling = try c.decodeIfPresent(SamplingFacts.self, forKey: .sampling)
+        request = try c.decodeIfPresent(ReportRequest.self, forKey: .request)
     }
 }

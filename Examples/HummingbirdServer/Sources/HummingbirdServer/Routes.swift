@@ -10,6 +10,12 @@ func addRoutes(to router: Router<BasicRequestContext>) {
         let s = StackSampler.statistics
         return "{\"handled\":\(s.handled),\"late\":\(s.late),\"chained\":\(s.chained),\"timeouts\":\(s.timeouts)}\n"
     }
+    // A request that stays in flight without holding a thread (the attribution test's bystanders).
+    router.get("/wait") { request, _ -> String in
+        let milliseconds = request.uri.queryParameters.get("ms", as: Int.self) ?? 500
+        try await Task.sleep(for: .milliseconds(milliseconds))
+        return "waited \(milliseconds) ms\n"
+    }
     router.get("/block/:kind") { request, context -> String in
         let kind = context.parameters.get("kind") ?? ""
         let milliseconds = request.uri.queryParameters.get("ms", as: Int.self) ?? 1500

@@ -5,6 +5,14 @@ import Vapor
 /// runs them as tasks on the Swift concurrency pool (watched job by job), not on its event loops.
 func addRoutes(to app: Application) {
     app.get { _ async -> String in "ok\n" }
+    // Test aid: the in-memory tracer and GET /debug/spans, only with STALLWATCH_EXAMPLE_TRACER=memory.
+    ExampleTracer.bootstrapIfAsked()?.addRoutes(to: app)
+    // A request that stays in flight without holding a thread (the attribution test's bystanders).
+    app.get("wait") { request async throws -> String in
+        let milliseconds = request.query[Int.self, at: "ms"] ?? 500
+        try await Task.sleep(for: .milliseconds(milliseconds))
+        return "waited \(milliseconds) ms\n"
+    }
     app.get("block", ":kind") { request async throws -> String in
         let kind = request.parameters.get("kind") ?? ""
         let milliseconds = request.query[Int.self, at: "ms"] ?? 1500

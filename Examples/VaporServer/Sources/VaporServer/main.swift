@@ -17,6 +17,8 @@ let app = try await Application.make(vaporEnvironment)
 app.http.server.configuration.hostname = "127.0.0.1"
 app.http.server.configuration.port = port      // 0: any free port, read back once bound
 addRoutes(to: app)
+app.middleware.use(TracingMiddleware())            // a span (ServiceContext) per request
+app.middleware.use(StallAttributionMiddleware())   // stall reports name the request and its trace
 
 let watchdog = try Watchdog(
     configuration: WatchdogConfiguration(threshold: .milliseconds(thresholdMilliseconds)),
