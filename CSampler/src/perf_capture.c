@@ -115,7 +115,8 @@ int sw_capture_perf(int32_t tid, uint32_t max_frames, int64_t timeout_ns, sw_sta
                 wr.lr = sw_arch_code_address(regs[SW_PERF_LR]);
                 wr.lr_known = 1;
 #endif
-                sw_walk_mem_t mem = {.lo = sp, .hi = sp + (dyn & ~7ULL), .copy = copy, .base = sp, .guard_tables = 1};
+                sw_walk_mem_t mem = {.lo = sp, .hi = sp + (dyn & ~7ULL), .copy = copy, .base = sp, .guard_tables = 1,
+                                     .deadline_ns = deadline};
                 sw_walk_result_t res = {0};
                 out->count = 0;
                 out->sp = sp;

@@ -177,6 +177,10 @@ typedef struct sw_walk_mem {
     const uint8_t *copy;
     uint64_t base;
     uint8_t guard_tables;
+    /// With guard_tables: the caller's deadline (CLOCK_MONOTONIC ns; 0 none). Fault-safe table reads
+    /// are a system call each (~20 per frame): under load a walk can outlast the capture's bound,
+    /// so it stops there (SW_STOP_TIMED_OUT) with the frames it has.
+    int64_t deadline_ns;
 } sw_walk_mem_t;
 
 /// Stops only sw_walk reports, never stored in a stack.

@@ -94,6 +94,10 @@ SW_RAW_STACK_READER int sw_walk(const sw_walk_regs_t *regs, const sw_walk_mem_t 
                 res->stop = SW_STOP_BUDGET;
                 break;
             }
+            if (mem->guard_tables && mem->deadline_ns != 0 && sw_now_ns() >= mem->deadline_ns) {
+                res->stop = SW_STOP_TIMED_OUT;
+                break;
+            }
             int rc = row_found ? SW_CFI_OK : sw_cfi_find_row(look, &row, mem->guard_tables);
             if (rc != SW_CFI_OK) {
                 if (!outer) {
