@@ -30,12 +30,19 @@ public enum FrameOrigin: String, Sendable, Equatable, Codable, CaseIterable {
 }
 
 extension StallReport {
-    /// The first frames of the blamed stack starting at the application's own code: what a person
-    /// needs in a one-line summary (a stall in `usleep` reads `myHandler <- …`, not `clock_nanosleep`).
-    /// Falls back to the leaf when no frame is the application's.
+    /// The first frames of the blamed stack starting at the service's own code: what a person
+    /// needs in a one-line summary (a stall in `usleep` reads `myHandler <- …`, not `clock_nanosleep`;
+    /// a bcrypt hash in a Vapor route starts at the route's closure, not at Vapor's bcrypt frames).
+    /// Frames of the frameworks and the runtime (SwiftNIO, Vapor, Hummingbird, the Swift runtime,
+    /// libc, libdispatch) are passed over, told by the Swift module in their names, since a
+    /// service's packages are linked into its executable; compiler thunks are left out. Falls back
+    /// to the first frame outside the system's modules, then to the leaf.
     public func blamedSummary(frames count: Int = 3) -> String {
-        let start = blamedStack.firstIndex { $0.resolvedOrigin == .application && $0.symbol != nil } ?? 0
-        return blamedStack.dropFirst(start).prefix(count)
+        let start = ServiceFrames.firstServiceFrame(in: blamedStack)
+            ?? blamedStack.firstIndex { $0.resolvedOrigin == .application && $0.symbol != nil } ?? 0
+        return blamedStack.dropFirst(start)
+            .filter { ServiceFrames.kind(of: $0) != .glue }
+            .prefix(count)
             .map { $0.symbol ?? $0.address.description }
             .joined(separator: " <- ")
     }
