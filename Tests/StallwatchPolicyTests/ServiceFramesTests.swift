@@ -42,6 +42,9 @@ import Testing
                 + " <- VaporServer.handleSignup(request: Vapor.Request) async throws -> Swift.String",
                 "Vapor's frames are passed over and the thunk left out: \(summary)")
         #expect(ServiceFrames.firstServiceFrame(in: vaporBcryptStack) == 5)
+        let longer = report(vaporBcryptStack).blamedSummary(frames: 5)
+        #expect(longer.split(separator: "<-").count == 2 && !longer.contains("swift::") && !longer.contains("AsyncBasicResponder"),
+                "only the service's frames, not Vapor's responder or the runtime below it: \(longer)")
     }
 
     @Test func aCFunctionOfTheServiceBelowASystemLibraryLeadsTheSummary() {
@@ -84,6 +87,10 @@ import Testing
     @Test func kindsOfFrames() {
         #expect(ServiceFrames.kind(of: frame("c_nio_posix_accept")) == .framework)
         #expect(ServiceFrames.kind(of: frame("my_c_helper")) == .service)
+        #expect(ServiceFrames.kind(of: frame("HummingbirdServer.addRoutes(to: Hummingbird.Router<Hummingbird.BasicRequestContext>) -> ()")) == .service,
+                "a service's module named after its framework is the service's")
+        #expect(ServiceFrames.kind(of: frame("NIOServer.BlockingHTTPHandler.channelRead(context: NIOCore.ChannelHandlerContext, data: NIOCore.NIOAny) -> ()")) == .service)
+        #expect(ServiceFrames.kind(of: frame("NIOPosix.SelectableEventLoop.run() throws -> ()")) == .framework)
         #expect(ServiceFrames.kind(of: frame("HummingbirdCore.HTTPChannelHandler.handleHTTP() async -> ()")) == .framework)
         #expect(ServiceFrames.kind(of: frame("thunk for @escaping @callee_guaranteed @Sendable () -> ()")) == .glue)
         #expect(ServiceFrames.kind(of: frame(nil)) == .unnamed)

@@ -35,15 +35,18 @@ extension StallReport {
     /// a bcrypt hash in a Vapor route starts at the route's closure, not at Vapor's bcrypt frames).
     /// Frames of the frameworks and the runtime (SwiftNIO, Vapor, Hummingbird, the Swift runtime,
     /// libc, libdispatch) are passed over, told by the Swift module in their names, since a
-    /// service's packages are linked into its executable; compiler thunks are left out. Falls back
-    /// to the first frame outside the system's modules, then to the leaf.
+    /// service's packages are linked into its executable; from there, only the service's frames are
+    /// listed. Falls back to the first frame outside the system's modules, then to the leaf.
     public func blamedSummary(frames count: Int = 3) -> String {
-        let start = ServiceFrames.firstServiceFrame(in: blamedStack)
-            ?? blamedStack.firstIndex { $0.resolvedOrigin == .application && $0.symbol != nil } ?? 0
-        return blamedStack.dropFirst(start)
-            .filter { ServiceFrames.kind(of: $0) != .glue }
-            .prefix(count)
-            .map { $0.symbol ?? $0.address.description }
-            .joined(separator: " <- ")
+        let names: [String]
+        if let start = ServiceFrames.firstServiceFrame(in: blamedStack) {
+            // The service's frames only: the framework calling its handler is noise in one line.
+            names = blamedStack.dropFirst(start).filter { ServiceFrames.kind(of: $0) == .service }.compactMap(\.symbol)
+        } else {
+            let start = blamedStack.firstIndex { $0.resolvedOrigin == .application && $0.symbol != nil } ?? 0
+            names = blamedStack.dropFirst(start).filter { ServiceFrames.kind(of: $0) != .glue }
+                .map { $0.symbol ?? $0.address.description }
+        }
+        return names.prefix(count).joined(separator: " <- ")
     }
 }

@@ -25,9 +25,20 @@ package enum ServiceFrames {
         "CoreMetrics", "Tracing", "Instrumentation", "ServiceContextModule", "AsyncHTTPClient",
         "AsyncAlgorithms", "Atomics", "HTTPTypes", "Crypto", "_CryptoExtras", "X509", "DequeModule",
         "Stallwatch", "StallwatchNIO", "StallwatchPolicy",
+        // SwiftNIO's modules by name: a service's own module may well be called `NIOServer`.
+        "NIO", "NIOCore", "NIOPosix", "NIOEmbedded", "NIOConcurrencyHelpers", "NIOFoundationCompat",
+        "NIOHTTP1", "NIOHTTP2", "NIOHPACK", "NIOWebSocket", "NIOTLS", "NIOSSL", "NIOExtras",
+        "NIOHTTPCompression", "NIOSOCKS", "NIOTransportServices", "NIOFileSystem", "NIOHTTPTypes",
+        "NIOHTTPTypesHTTP1", "NIOHTTPTypesHTTP2", "NIOResumableUpload", "NIOCertificateReloading",
+        // Hummingbird's, likewise (the example service is `HummingbirdServer`).
+        "Hummingbird", "HummingbirdCore", "HummingbirdHTTP2", "HummingbirdTLS", "HummingbirdRouter",
+        "HummingbirdTesting", "HummingbirdAuth", "HummingbirdBasicAuth", "HummingbirdBcrypt",
+        "HummingbirdOTP", "HummingbirdCompression", "HummingbirdWebSocket", "HummingbirdWSCore",
+        "HummingbirdWSClient", "HummingbirdWSCompression", "HummingbirdRedis", "HummingbirdFluent",
+        "HummingbirdPostgres", "HummingbirdLambda", "HummingbirdAWSLambda", "OpenAPIHummingbird",
     ]
-    /// Prefixes of framework module names: every SwiftNIO and Hummingbird module.
-    static let frameworkModulePrefixes = ["NIO", "_NIO", "CNIO", "Hummingbird", "_Hummingbird"]
+    /// Prefixes of framework module names: SwiftNIO's and Hummingbird's underscored ones.
+    static let frameworkModulePrefixes = ["_NIO", "CNIO", "_Hummingbird"]
     /// Prefixes of C symbols the frameworks and the runtime link into the executable.
     static let frameworkCPrefixes = ["c_nio_", "CNIO", "cnio", "vapor_", "Vapor_", "swift_", "_swift_", "__swift", "$s"]
 
