@@ -96,5 +96,9 @@ import Testing
         #expect(ServiceFrames.kind(of: frame(nil)) == .unnamed)
         #expect(ServiceFrames.kind(of: frame("MyServiceCore.Store.load() -> ()", module: "/opt/app/libMyServiceCore.so")) == .service)
         #expect(ServiceFrames.kind(of: frame("memcpy", module: "/lib/x86_64-linux-gnu/libc.so.6")) == .framework)
+        // With -static-stdlib the runtime and libdispatch are in the executable too.
+        #expect(ServiceFrames.kind(of: frame("_dispatch_worker_thread")) == .framework)
+        #expect(ServiceFrames.kind(of: frame("swift_job_run")) == .framework)
+        #expect(ServiceFrames.kind(of: frame("swift::runJobInEstablishedExecutorContext(swift::Job*)")) == .glue)
     }
 }

@@ -39,8 +39,10 @@ package enum ServiceFrames {
     ]
     /// Prefixes of framework module names: SwiftNIO's and Hummingbird's underscored ones.
     static let frameworkModulePrefixes = ["_NIO", "CNIO", "_Hummingbird"]
-    /// Prefixes of C symbols the frameworks and the runtime link into the executable.
-    static let frameworkCPrefixes = ["c_nio_", "CNIO", "cnio", "vapor_", "Vapor_", "swift_", "_swift_", "__swift", "$s"]
+    /// Prefixes of C symbols the frameworks and the runtime link into the executable (the runtime,
+    /// libdispatch and CoreFoundation too, with `-static-stdlib`).
+    static let frameworkCPrefixes = ["c_nio_", "CNIO", "cnio", "vapor_", "Vapor_", "swift_", "_swift_", "__swift", "$s",
+                                     "_dispatch_", "dispatch_", "_CF", "__CF"]
 
     /// The kind of `frame`.
     package static func kind(of frame: ReportFrame) -> Kind {
