@@ -36,7 +36,8 @@ extension StallReport {
     /// Frames of the frameworks and the runtime (SwiftNIO, Vapor, Hummingbird, the Swift runtime,
     /// libc, libdispatch) are passed over, told by the Swift module in their names, since a
     /// service's packages are linked into its executable; from there, only the service's frames are
-    /// listed. Falls back to the first frame outside the system's modules, then to the leaf.
+    /// listed. Without any, as before: from the first named frame outside the system's modules,
+    /// else from the leaf, every frame.
     public func blamedSummary(frames count: Int = 3) -> String {
         let names: [String]
         if let start = ServiceFrames.firstServiceFrame(in: blamedStack) {
@@ -44,8 +45,7 @@ extension StallReport {
             names = blamedStack.dropFirst(start).filter { ServiceFrames.kind(of: $0) == .service }.compactMap(\.symbol)
         } else {
             let start = blamedStack.firstIndex { $0.resolvedOrigin == .application && $0.symbol != nil } ?? 0
-            names = blamedStack.dropFirst(start).filter { ServiceFrames.kind(of: $0) != .glue }
-                .map { $0.symbol ?? $0.address.description }
+            names = blamedStack.dropFirst(start).map { $0.symbol ?? $0.address.description }
         }
         return names.prefix(count).joined(separator: " <- ")
     }
