@@ -3,7 +3,9 @@
 # commit, cloned), pastes the README's wiring (the Hummingbird example's main.swift and
 # IngestLoop.swift, which scripts/check-readme-snippets.py proves the README shows verbatim) and
 # the README's Package.swift (Tests/Consumer/Package.swift, its URL pointed at the clone), adds
-# only its own routes, builds, serves, answers, exports /metrics and stops cleanly on SIGTERM.
+# only its own routes, builds, serves, answers, exports /metrics and stops cleanly on SIGTERM; then
+# reads the stall report its blocking route left with `swift run stallwatch show`, from its own
+# package (the README's "Getting the stallwatch command").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -26,7 +28,8 @@ cp Examples/HummingbirdServer/Sources/HummingbirdServer/main.swift \
    Tests/Consumer/Routes.swift "$app/Sources/MyService/"
 echo "consumer: building a fresh package that depends on Stallwatch by git URL"
 swift build --package-path "$app"
-PORT=0 "$app/.build/debug/MyService" > "$work/out.log" 2>&1 &
+mkdir -p "$work/reports"
+PORT=0 STALLWATCH_REPORT_DIR="$work/reports" "$app/.build/debug/MyService" > "$work/out.log" 2>&1 &
 server=$!
 port=
 for _ in $(seq 1 120); do
@@ -40,9 +43,19 @@ body=$(curl -sf "http://127.0.0.1:$port/")
 metrics=$(curl -sf "http://127.0.0.1:$port/metrics")   # whole, then grep: no SIGPIPE under pipefail
 grep -q '^# TYPE stallwatch_watchdog_lateness_seconds histogram' <<<"$metrics" \
   || { echo "consumer: FAIL, /metrics has no stallwatch metrics"; exit 1; }
+slow=$(curl -sf "http://127.0.0.1:$port/slow")     # blocks its pool thread 1.2 s: one stall report
+[ "$slow" = "done" ] || { echo "consumer: FAIL, GET /slow gave: $slow"; exit 1; }
 kill -TERM "$server"
 status=0
 wait "$server" || status=$?
 server=
 [ "$status" -eq 0 ] || { echo "consumer: FAIL, exit status $status after SIGTERM"; cat "$work/out.log"; exit 1; }
-echo "consumer: PASS (built from a git URL, served, exported metrics, stopped on SIGTERM with status 0)"
+report=$(ls "$work/reports"/*.json 2>/dev/null | head -1)
+[ -n "$report" ] || { echo "consumer: FAIL, GET /slow left no report in $work/reports"; cat "$work/out.log"; exit 1; }
+echo "consumer: swift run stallwatch show, from the consumer's package"
+(cd "$app" && swift run stallwatch show "$report") > "$work/show.txt" \
+  || { echo "consumer: FAIL, swift run stallwatch show failed"; cat "$work/show.txt"; exit 1; }
+head -4 "$work/show.txt"
+grep -q '^blamed: MyService.slowLookup() -> ()' "$work/show.txt" \
+  || { echo "consumer: FAIL, the summary does not start at the service's slowLookup"; cat "$work/show.txt"; exit 1; }
+echo "consumer: PASS (built from a git URL, served, exported metrics, stopped on SIGTERM with status 0, its report read by swift run stallwatch)"

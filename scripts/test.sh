@@ -35,7 +35,7 @@ if [ "$#" -eq 0 ]; then
   swift package generate-documentation --target Stallwatch --target StallwatchPolicy --warnings-as-errors
   # libFuzzer on the /proc parsers and the report decoder, a minute each; earlier crashes replayed.
   scripts/fuzz.sh
-  # Real servers (Hummingbird 2, raw SwiftNIO) from Examples/, driven over 127.0.0.1.
+  # Real servers (Hummingbird 2, Vapor 4, raw SwiftNIO) from Examples/, driven over 127.0.0.1.
   scripts/e2e-servers.sh
   # The Hummingbird example's /metrics (swift-prometheus) scraped by a real Prometheus server.
   timeout 300 python3 Tests/EndToEnd/prometheus.py Examples/HummingbirdServer/.build/debug/HummingbirdServer README.md

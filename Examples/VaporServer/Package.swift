@@ -1,9 +1,9 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// A Vapor 4 service wired to Stallwatch, the twin of HummingbirdServer: route handlers are async, so
-// they run as jobs on the Swift concurrency pool, which Stallwatch watches one job at a time; Vapor's
-// NIO event loops are pinged.
+// A Vapor 4 service wired to Stallwatch, the twin of HummingbirdServer: its `async` route handlers
+// run as jobs on the Swift concurrency pool, which Stallwatch watches one job at a time; its
+// synchronous ones (/inject-loop) run on Vapor's NIO event loops, which are pinged.
 let package = Package(
     name: "VaporServer",
     platforms: [.macOS(.v15)],

@@ -13,14 +13,17 @@ struct Show: ParsableCommand {
     @Flag(name: .long, help: "Also print every other thread's whole stack (by default, only its top frame).")
     var threads = false
 
+    @Flag(name: .long, help: "Print every frame of the blamed stack (by default, framework and runtime frames below the service's code are folded).")
+    var allFrames = false
+
     func run() throws {
         for (i, path) in files.enumerated() {
             if i > 0 { print("") }
-            print(Self.render(LateSymbolization.named(try ReportInputs.load(path)), allStacks: threads))
+            print(Self.render(LateSymbolization.named(try ReportInputs.load(path)), allStacks: threads, allFrames: allFrames))
         }
     }
 
-    static func render(_ r: StallReport, allStacks: Bool = false) -> String {
+    static func render(_ r: StallReport, allStacks: Bool = false, allFrames: Bool = false) -> String {
         var lines: [String] = []
         let safe = TerminalSafeText.escaped
         lines.append("\(r.kind.rawValue) \(safe(r.id)) — loop \(safe(r.loopName ?? "-")), thread \(r.thread.map(threadText) ?? "-")")
@@ -33,9 +36,7 @@ struct Show: ParsableCommand {
         lines.append("blamed: \(safe(r.blamedSummary()))")
         let truncated = r.truncatedSampleCount > 0 ? "; \(r.truncatedSampleCount) with outer frames missing\(Self.stackEndsText(r.stackEnds))" : ""
         lines.append("blamed stack (\(r.sampleCount) samples\(truncated); leaf first; [sys] = system code):")
-        for f in r.blamedStack {
-            lines.append("  \(String(format: "%4d", f.sampleCount))  \(frameText(f))")
-        }
+        lines.append(contentsOf: blamedStackLines(r.blamedStack, folded: !allFrames))
         if let others = r.otherThreads, !others.isEmpty {
             lines.append("other threads (\(others.count) of \(r.threadCount))\(allStacks ? "" : "; --threads prints their stacks"):")
             for t in others {
@@ -60,6 +61,49 @@ struct Show: ParsableCommand {
             lines.append("not reported before this one: \(c.filteredSinceLastReport) filtered, \(c.suppressedSinceLastReport) over the daily cap (\(c.suppressedTotal) in all)")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// The blamed stack, one frame a line, leaf first. Folded: every frame down to the first of the
+    /// service's own code is printed (what that code called, to the leaf); below it, each run of two
+    /// or more framework, runtime or thunk frames becomes one line naming their modules.
+    static func blamedStackLines(_ stack: [ReportFrame], folded: Bool) -> [String] {
+        let line = { (f: ReportFrame) in "  \(String(format: "%4d", f.sampleCount))  \(frameText(f))" }
+        guard folded, let first = ServiceFrames.firstServiceFrame(in: stack) else { return stack.map(line) }
+        var lines = stack.prefix(through: first).map(line)
+        var run: [ReportFrame] = []
+        func flush() {
+            if run.count < 2 {
+                lines.append(contentsOf: run.map(line))
+            } else {
+                var modules: [String] = []
+                for f in run {
+                    let name = foldedModuleName(f)
+                    if !modules.contains(name) { modules.append(name) }
+                }
+                let shown = modules.prefix(4).joined(separator: ", ") + (modules.count > 4 ? ", …" : "")
+                lines.append("     …  \(run.count) frames of \(TerminalSafeText.escaped(shown)) (--all-frames prints them)")
+            }
+            run = []
+        }
+        for f in stack.dropFirst(first + 1) {
+            if ServiceFrames.kind(of: f) == .service {
+                flush()
+                lines.append(line(f))
+            } else {
+                run.append(f)
+            }
+        }
+        flush()
+        return lines
+    }
+
+    /// The Swift module of a folded frame, or its file's name (`libc.so.6`), or `thunks`.
+    static func foldedModuleName(_ f: ReportFrame) -> String {
+        if f.resolvedOrigin == .application, let symbol = f.symbol, let module = ServiceFrames.swiftModule(of: symbol) {
+            return module
+        }
+        if ServiceFrames.kind(of: f) == .glue { return "thunks" }
+        return f.module.map { ($0 as NSString).lastPathComponent } ?? "?"
     }
 
     /// " (frameLimit 2, noUnwindInfo 1)": why the walks stopped early, in words a reader can look up.

@@ -171,10 +171,46 @@ struct CommandLineTests {
         if let wrongID { report.blamedStack.append(wrongID) }
         let path = "\(dir)/stripped.json"
         try JSONEncoder().encode(report).write(to: URL(fileURLWithPath: path))
-        let shown = try ExternalTool.stallwatch().run(["show", path])
+        let shown = try ExternalTool.stallwatch().run(["show", "--all-frames", path])
         #expect(shown.status == 0, "\(shown.stderr)")
         for name in stripped { #expect(shown.output.contains(name), "\(name) named again: \(shown.output)") }
         #expect(shown.output.split(separator: "\n").last { $0.contains("libc.so.6+0x") } != nil,
                 "the frame with a foreign build id stays module + offset: \(shown.output)")
+    }
+
+    @Test("show leads with the service's frame: Vapor's bcrypt frames are the leaf, the route is the summary; the frames below it are folded unless asked for")
+    func serviceFrameFirst() throws {
+        let dir = try scratchDirectory("service")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let exe = "/srv/app/.build/debug/VaporServer"
+        let frames: [(String, String)] = [
+            ("Vapor_Blowfish_expandstate", exe), ("vapor_bcrypt_hashpass", exe),
+            ("Vapor.BCryptDigest.hash(_: Swift.String, cost: Swift.Int) throws -> Swift.String", exe),
+            ("closure #3 (Vapor.Request) async throws -> Swift.String in VaporServer.addRoutes(to: Vapor.Application) -> ()", exe),
+            ("protocol witness for Vapor.AsyncResponder.respond(to: Vapor.Request) async throws -> Vapor.Response in conformance Vapor.AsyncBasicResponder : Vapor.AsyncResponder in Vapor", exe),
+            ("NIOCore.EventLoopPromise.completeWithTask(@Sendable () async throws -> A) -> ()", exe),
+            ("swift::runJobInEstablishedExecutorContext(swift::Job*)", "/usr/lib/swift/linux/libswift_Concurrency.so"),
+            ("start_thread", "/lib/x86_64-linux-gnu/libc.so.6"),
+        ]
+        let stack = frames.enumerated().map { i, f in
+            ReportFrame(address: UInt64(0x1000 + i), info: SymbolInfo(module: f.1, moduleOffset: UInt64(0x10 + i), symbol: f.0), sampleCount: 4)
+        }
+        let report = StallReport(kind: .stall, id: "bcrypt", loopName: "cooperative-pool-job", startTimeUnixNanoseconds: 0,
+                                 duration: .milliseconds(900), durationIsFinal: true, sampleCount: 4, blamedStack: stack,
+                                 threadCount: 4, configuration: WatchdogConfiguration())
+        let path = "\(dir)/bcrypt.json"
+        try JSONEncoder().encode(report).write(to: URL(fileURLWithPath: path))
+        let tool = try ExternalTool.stallwatch()
+        let shown = try tool.run(["show", path])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let lines = shown.output.split(separator: "\n").map(String.init)
+        let blamed = try #require(lines.first { $0.hasPrefix("blamed: ") }, "\(shown.output)")
+        #expect(blamed.hasPrefix("blamed: closure #3 (Vapor.Request) async throws -> Swift.String in VaporServer.addRoutes"), "\(blamed)")
+        #expect(shown.output.contains("Vapor_Blowfish_expandstate"), "what the route called, to the leaf, is printed: \(shown.output)")
+        #expect(lines.contains { $0.contains("…  4 frames of Vapor, NIOCore, libswift_Concurrency.so, libc.so.6 (--all-frames prints them)") },
+                "the frames below the route are folded into one line: \(shown.output)")
+        #expect(!shown.output.contains("start_thread"), "\(shown.output)")
+        let all = try tool.run(["show", "--all-frames", path])
+        #expect(all.status == 0 && all.output.contains("start_thread") && !all.output.contains("--all-frames prints them"), "\(all.output)")
     }
 }

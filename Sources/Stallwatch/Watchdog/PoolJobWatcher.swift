@@ -4,7 +4,7 @@ import StallwatchPolicy
 
 /// Watches the Swift concurrency pool one job at a time, from outside: a job that holds its pool
 /// thread past the threshold is a stall of that thread, even while the rest of the pool still
-/// answers the pool's ping (Hummingbird 2 and Vapor run route handlers as such jobs).
+/// answers the pool's ping (Hummingbird 2 route handlers and Vapor 4's `async` ones run as such jobs).
 ///
 /// Each scan looks at every libdispatch worker thread:
 /// - blocked in a system call: its stack is recovered from the kernel-reported SP/PC (no signal);

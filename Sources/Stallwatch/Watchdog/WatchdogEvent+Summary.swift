@@ -4,9 +4,10 @@ import StallwatchPolicy
 extension WatchdogEvent {
     /// The event in a few flat fields, for one log line or a metrics label set: `event`, and per
     /// kind `loop`, `cause`, `evidence`, `durationMs`, `thread`, `id`, `blamed` (three frames of the
-    /// blamed stack from the first of the application's own, leaf first, joined by ` <- `), `reason`
-    /// or `message`; for a stall that served a request registered with ``StallAttribution``, also
-    /// `request` (method and route), `traceID` and `spanID`.
+    /// service's own code from the blamed stack, leaf first, joined by ` <- `: SwiftNIO, Vapor,
+    /// Hummingbird and runtime frames passed over, see `StallReport.blamedSummary(frames:)`),
+    /// `reason` or `message`; for a stall that served a request registered with ``StallAttribution``,
+    /// also `request` (method and route), `traceID` and `spanID`.
     public var summary: [String: String] {
         switch self {
         case .feedbackLoop(let report):

@@ -30,13 +30,23 @@ public enum FrameOrigin: String, Sendable, Equatable, Codable, CaseIterable {
 }
 
 extension StallReport {
-    /// The first frames of the blamed stack starting at the application's own code: what a person
-    /// needs in a one-line summary (a stall in `usleep` reads `myHandler <- …`, not `clock_nanosleep`).
-    /// Falls back to the leaf when no frame is the application's.
+    /// The first frames of the blamed stack starting at the service's own code: what a person
+    /// needs in a one-line summary (a stall in `usleep` reads `myHandler <- …`, not `clock_nanosleep`;
+    /// a bcrypt hash in a Vapor route starts at the route's closure, not at Vapor's bcrypt frames).
+    /// Frames of the frameworks and the runtime (SwiftNIO, Vapor, Hummingbird, the Swift runtime,
+    /// libc, libdispatch) are passed over, told by the Swift module in their names, since a
+    /// service's packages are linked into its executable; from there, only the service's frames are
+    /// listed. Without any, as before: from the first named frame outside the system's modules,
+    /// else from the leaf, every frame.
     public func blamedSummary(frames count: Int = 3) -> String {
-        let start = blamedStack.firstIndex { $0.resolvedOrigin == .application && $0.symbol != nil } ?? 0
-        return blamedStack.dropFirst(start).prefix(count)
-            .map { $0.symbol ?? $0.address.description }
-            .joined(separator: " <- ")
+        let names: [String]
+        if let start = ServiceFrames.firstServiceFrame(in: blamedStack) {
+            // The service's frames only: the framework calling its handler is noise in one line.
+            names = blamedStack.dropFirst(start).filter { ServiceFrames.kind(of: $0) == .service }.compactMap(\.symbol)
+        } else {
+            let start = blamedStack.firstIndex { $0.resolvedOrigin == .application && $0.symbol != nil } ?? 0
+            names = blamedStack.dropFirst(start).map { $0.symbol ?? $0.address.description }
+        }
+        return names.prefix(count).joined(separator: " <- ")
     }
 }

@@ -23,24 +23,10 @@ app.middleware.use(StallAttributionMiddleware())   // stall reports name the req
 let watchdog = try Watchdog(
     configuration: WatchdogConfiguration(threshold: .milliseconds(thresholdMilliseconds)),
     reportDirectory: environment["STALLWATCH_REPORT_DIR"],
-    logger: Logger(label: "stallwatch"),
     onEvent: { event in print(event.jsonLine); fflush(nil) })
-watchdog.monitor(eventLoopGroup: app.eventLoopGroup)  // Vapor's NIO event loops, pinged
+watchdog.monitor(eventLoopGroup: app.eventLoopGroup) // Vapor's event loops: sync and future routes
 watchdog.monitor(PingProbe.cooperativePool())        // the whole pool starved
-// Single route-handler jobs that block their pool thread are watched by default (watchPoolJobs).
+// async routes run as Tasks on the pool: each blocking job is watched by default (watchPoolJobs)
 try watchdog.start()
-
-// What app.execute() does, split so the real address is printed between its two steps.
-do {
-    try await app.startup()      // boots and runs `serve`: returns once the server listens
-    print("listening on 127.0.0.1:\(app.http.server.shared.localAddress?.port ?? 0)")
-    fflush(nil)
-    try await app.running?.onStop.get()   // until SIGTERM/SIGINT, which Vapor's serve command handles
-} catch {
-    app.logger.report(error: error)
-    try? await app.asyncShutdown()
-    watchdog.stop()
-    throw error
-}
-try await app.asyncShutdown()    // the server closes: requests still in flight stay watched
-watchdog.stop()                  // then the watchdog stops and flushes its reports
+defer { watchdog.stop() }                            // after the app: flushes the final reports
+try await serve(app)                                 // app.execute(), printing the bound port
