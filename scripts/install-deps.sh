@@ -12,12 +12,11 @@ need+=(libssl-dev libsqlite3-dev wrk)
 # Real consumers of the exports, used by tests: go tool pprof, protoc --decode, headless Chromium;
 # libc6-dbg names libc's internal frames (/usr/lib/debug/.build-id).
 need+=(golang-go protobuf-compiler chromium libc6-dbg binutils xz-utils)
+# gperftools: the bench's peer, and the host-adversity test that runs its ProfilerStart beside us.
+need+=(libgoogle-perftools-dev)
 # The arm64 packages (with :arm64, Debian multiarch beside the amd64 ones) and the cross compiler
 # and qemu-user are for scripts/cross-arch.sh: CSampler built for aarch64 and run under emulation.
 need+=(gcc-aarch64-linux-gnu qemu-user libc6-dev:arm64 libunwind-dev:arm64 libnuma-dev:arm64)
-if [ "${1:-}" = "--bench" ]; then
-  need+=(libgoogle-perftools-dev)
-fi
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -332,4 +333,11 @@ int sw_test_blocked_scan_ghost(uint64_t *got, uint32_t *got_count, uint64_t *exp
     *got_count = out.count < 16 ? out.count : 16;
     memcpy(got, out.frames, *got_count * sizeof(uint64_t));
     return 0;
+}
+
+int sw_test_set_dumpable(int dumpable) {
+    int was = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    if (was < 0) return -errno;
+    if (prctl(PR_SET_DUMPABLE, (unsigned long)dumpable, 0, 0, 0) != 0) return -errno;
+    return was;
 }

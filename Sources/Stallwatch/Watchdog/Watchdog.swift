@@ -50,6 +50,7 @@ public final class Watchdog: Sendable {
     ///   - configuration: thresholds and limits; validated here.
     ///   - sampler: the stack sampler (created with defaults when `nil`).
     ///   - reportDirectory: where JSON reports go (bounded, 0600 files); `nil` keeps them in events only.
+    ///   - reportLimits: how many reports, bytes and days the directory keeps (the oldest go first).
     ///   - logger: swift-log logger for stall warnings and errors.
     ///   - metrics: swift-metrics figures (stalls by loop and cause, loop lag, sampler cost...), sent
     ///     to the backend the application bootstrapped; `nil` for none. Add process figures with
@@ -59,6 +60,7 @@ public final class Watchdog: Sendable {
     public init(configuration: WatchdogConfiguration = WatchdogConfiguration(),
                 sampler: StackSampler? = nil,
                 reportDirectory: String? = nil,
+                reportLimits: ReportStoreLimits = ReportStoreLimits(),
                 logger: Logger = Logger(label: "stallwatch"),
                 metrics: WatchdogMetrics? = .standard,
                 onEvent: (@Sendable (WatchdogEvent) -> Void)? = nil) throws {
@@ -70,7 +72,7 @@ public final class Watchdog: Sendable {
         let (events, continuation) = AsyncStream.makeStream(of: WatchdogEvent.self, bufferingPolicy: .bufferingNewest(1000))
         (self.events, self.continuation) = (events, continuation)
         self.writer = reportDirectory.map { directory in
-            ReportWriter(store: ReportStore(directory: directory), logger: logger) { [continuation, onEvent, metrics] message in
+            ReportWriter(store: ReportStore(directory: directory, limits: reportLimits), logger: logger) { [continuation, onEvent, metrics] message in
                 metrics?.record(.error(message))
                 continuation.yield(.error(message))
                 onEvent?(.error(message))

@@ -49,4 +49,8 @@ int sw_test_walk_into_unmapped(uint64_t *frames_after, uint64_t *libunwind_frame
 /// frames a correct scan finds (PC, both wrapper returns, the three records' returns) to `expected`.
 int sw_test_blocked_scan_ghost(uint64_t *got, uint32_t *got_count, uint64_t *expected, uint32_t *expected_count);
 
+/// Sets whether the process is dumpable (prctl PR_SET_DUMPABLE; variadic, so not callable from
+/// Swift) and returns the previous setting, or -errno.
+int sw_test_set_dumpable(int dumpable);
+
 #endif
