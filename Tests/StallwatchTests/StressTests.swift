@@ -135,7 +135,11 @@ struct StressTests {
         #expect(answered > fewest, "too few answers: \(answered)")
         // The deadline covers the whole capture (signal, unwind, new-thread check, classification):
         // every capture returns within it plus 10 ms (1 ms grace for a handler already running).
-        #expect(worst <= timeout + .milliseconds(10), "a capture took \(worst)")
+        // The perf driver closes its event after the deadline (disable, munmap, close: system calls
+        // a loaded machine can preempt), and its wait polls in 5 ms slices: 20 ms (measured beside
+        // a hog per core, 60 s: max 64 ms at a 50 ms deadline; the signal drivers 51 and 55 ms).
+        let grace = Duration.milliseconds(driver == .perfEvent ? 20 : 10)
+        #expect(worst <= timeout + grace, "a capture took \(worst)")
     }
 }
 
