@@ -310,9 +310,10 @@ struct HostAdversityTests {
         usleep(8_000_000)
         workers.forEach { $0.stopAndJoin(timeout: .seconds(5)) }
         usleep(300_000)
+        watchdog.stop()   // flushes the writer: no report half-written while the files are counted
         let stalls = log.allStalls.count
         let filtered = log.events.withLock { $0.filter { if case .filtered = $0 { true } else { false } }.count }
-        let files = Self.entries(dir)
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasSuffix(".json") }.count
         let rssAfter = Self.residentKiB()
         print("adversity storm: \(stalled.load(ordering: .relaxed)) stalls injected, \(stalls) reported, \(filtered) filtered, "
               + "\(files) files kept (limit 50), RSS \(rssBefore) -> \(rssAfter) KiB, \(log.errors.count) errors")
