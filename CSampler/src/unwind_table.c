@@ -387,19 +387,19 @@ static int rules_at(const uint8_t *fde, uint64_t fde_addr, const uint8_t *cie_by
 __attribute__((noinline)) static int rules_guarded(uint64_t fde_addr, uint64_t pc, rules_t *r) {
     uint8_t fde[SW_CFI_FDE_COPY], cie[SW_CFI_CIE_COPY];
     uint32_t len32, cie_ptr, cie_len;
-    // One read each, as much as the buffer holds: a read stops short only at an unmapped page.
-    size_t got = sw_read_own(fde, fde_addr, sizeof fde);
-    if (got < 8) return SW_CFI_NO_INFO;
-    memcpy(&len32, fde, 4);
+    // Each record's length first, then exactly its bytes: process_vm_readv never splits one
+    // buffer, so a read past the end of .eh_frame's mapping would fail whole (seen under ASan:
+    // the function's FDE sat within a buffer's length of the segment's end).
+    if (!table_read(&len32, fde_addr, 4, 1)) return SW_CFI_NO_INFO;
     if (len32 == 0) return SW_CFI_NO_INFO;
-    if (len32 < 4 || (size_t)len32 + 4 > got) return SW_CFI_UNSUPPORTED;
+    if (len32 < 4 || len32 > sizeof fde - 4) return SW_CFI_UNSUPPORTED;
+    if (!table_read(fde, fde_addr, 4 + (size_t)len32, 1)) return SW_CFI_NO_INFO;
     memcpy(&cie_ptr, fde + 4, 4);
     if (cie_ptr == 0) return SW_CFI_NO_INFO;
     uint64_t cie_addr = fde_addr + 4 - cie_ptr;
-    got = sw_read_own(cie, cie_addr, sizeof cie);
-    if (got < 8) return SW_CFI_NO_INFO;
-    memcpy(&cie_len, cie, 4);
-    if (cie_len < 4 || (size_t)cie_len + 4 > got) return SW_CFI_UNSUPPORTED;
+    if (!table_read(&cie_len, cie_addr, 4, 1)) return SW_CFI_NO_INFO;
+    if (cie_len < 4 || cie_len > sizeof cie - 4) return SW_CFI_UNSUPPORTED;
+    if (!table_read(cie, cie_addr, 4 + (size_t)cie_len, 1)) return SW_CFI_NO_INFO;
     return rules_at(fde, fde_addr, cie, cie_addr, pc, 1, r);
 }
 
