@@ -23,8 +23,10 @@ mkdir -p "$app/Sources/MyService"
 sed "s#.package(url: \"https://github.com/OWNER/stallwatch\", branch: \"main\")#.package(url: \"file://$work/stallwatch\", revision: \"$(git rev-parse HEAD)\")#" \
   Tests/Consumer/Package.swift > "$app/Package.swift"
 grep -q "file://$work/stallwatch" "$app/Package.swift" || { echo "consumer: the README's package line changed; update this script" >&2; exit 1; }
-cp Examples/HummingbirdServer/Sources/HummingbirdServer/main.swift \
-   Examples/HummingbirdServer/Sources/HummingbirdServer/IngestLoop.swift \
+# main.swift without the example's one test-aid line (an in-memory tracer the README leaves out).
+grep -v 'ExampleTracer' Examples/HummingbirdServer/Sources/HummingbirdServer/main.swift > "$app/Sources/MyService/main.swift"
+cp Examples/HummingbirdServer/Sources/HummingbirdServer/IngestLoop.swift \
+   Examples/HummingbirdServer/Sources/HummingbirdServer/StallAttributionMiddleware.swift \
    Tests/Consumer/Routes.swift "$app/Sources/MyService/"
 echo "consumer: building a fresh package that depends on Stallwatch by git URL"
 swift build --package-path "$app"

@@ -19,13 +19,11 @@ let logger = Logger(label: "hummingbird-server")
 let registry = PrometheusCollectorRegistry()
 MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
 
-let exampleTracer = ExampleTracer.bootstrapIfAsked(environment)   // test aid: in-memory tracer, /debug/spans
-
 let router = Router()
+ExampleTracer.bootstrapIfAsked(environment)?.addRoutes(to: router)   // test aid, not for services
 router.add(middleware: TracingMiddleware())            // a span (ServiceContext) per request
 router.add(middleware: StallAttributionMiddleware())   // stall reports name the request and its trace
 router.get("/metrics") { _, _ in registry.emitToString() }
-exampleTracer?.addRoutes(to: router)
 addRoutes(to: router)                                  // the service's own handlers
 
 // One group for the server, so the watchdog can ping each of its event loops.
