@@ -28,6 +28,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import servers  # noqa: E402  (the Server class both scripts drive)
+
 THRESHOLD_MS = 500
 BLOCK_MS = 1200
 WAIT_MS = 900
@@ -36,40 +39,9 @@ CONCURRENT = 32
 ROUTE = {"hummingbird": "/block/{kind}", "vapor": "/block/:kind"}
 
 
-class Server:
-    def __init__(self, binary, report_dir):
-        env = dict(os.environ, PORT="0", STALLWATCH_REPORT_DIR=report_dir, STALLWATCH_THRESHOLD_MS=str(THRESHOLD_MS),
-                   STALLWATCH_EXAMPLE_TRACER="memory")
-        self.proc = subprocess.Popen([binary], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.port = None
-        self.ready = threading.Event()
-        self.lines = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-            if line.startswith("listening on 127.0.0.1:"):
-                self.port = int(line.strip().rsplit(":", 1)[1])
-                self.ready.set()
-
-    def fetch(self, path, headers=None, timeout=20):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        try:
-            conn.request("GET", path, headers=headers or {})
-            response = conn.getresponse()
-            return response.status, response.read().decode("utf-8", "replace")
-        finally:
-            conn.close()
-
-    def stop(self, timeout=15):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+def Server(binary, report_dir):
+    """The example server with its test-aid in-memory tracer on (servers.py's Server)."""
+    return servers.Server(binary, report_dir, extra_env={"STALLWATCH_EXAMPLE_TRACER": "memory"})
 
 
 def stall_reports(directory):
@@ -97,7 +69,7 @@ def one_round(server, report_dir, round_index, route, kind="cpu"):
         headers = {"in-memory-trace-id": traces[i], "in-memory-span-id": f"client{i}"}
         path = f"/block/{kind}?ms={BLOCK_MS}" if i == blocker else f"/wait?ms={WAIT_MS}"
         try:
-            statuses[i] = server.fetch(path, headers)[0]
+            statuses[i] = server.fetch(path, timeout=20, headers=headers)[0]
         except OSError as e:
             statuses[i] = str(e)
 
@@ -123,7 +95,7 @@ def one_round(server, report_dir, round_index, route, kind="cpu"):
             if len(named) != 1 or named[0].get("route") != route or named[0].get("method") != "GET":
                 problem = f"reports' requests {requests}, want GET {route} trace {want}"
             else:
-                status, body = server.fetch("/debug/spans")
+                status, body = server.fetch("/debug/spans", timeout=20)
                 spans = json.loads(body) if status == 200 else []
                 on_trace = [s for s in spans if s["operation"] == "stallwatch.stall" and s["traceID"] == want]
                 if len(on_trace) == 1 and any(e["name"] == "stallwatch.stall" for e in on_trace[0]["events"]):

@@ -44,8 +44,10 @@ def check(name, ok, detail=""):
 
 
 class Server:
-    def __init__(self, binary, report_dir):
-        env = dict(os.environ, PORT="0", STALLWATCH_REPORT_DIR=report_dir, STALLWATCH_THRESHOLD_MS=str(THRESHOLD_MS))
+    """An example server on an ephemeral port, its output kept; `extra_env` adds to its environment."""
+    def __init__(self, binary, report_dir, extra_env=None):
+        env = dict(os.environ, PORT="0", STALLWATCH_REPORT_DIR=report_dir, STALLWATCH_THRESHOLD_MS=str(THRESHOLD_MS),
+                   **(extra_env or {}))
         self.proc = subprocess.Popen([binary], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines = []
         self.port = None
@@ -75,11 +77,11 @@ class Server:
     def get(self, path, timeout=15):
         return self.fetch(path, timeout)[0]
 
-    def fetch(self, path, timeout=15):
+    def fetch(self, path, timeout=15, headers=None):
         """(HTTP status, body text) of a GET."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
-            conn.request("GET", path)
+            conn.request("GET", path, headers=headers or {})
             response = conn.getresponse()
             return response.status, response.read().decode("utf-8", "replace")
         finally:
