@@ -11,7 +11,7 @@ let package = Package(
         // SwiftNIO wiring, a product of its own: services without NIO never build NIO for it.
         .library(name: "StallwatchNIO", targets: ["StallwatchNIO"]),
         .executable(name: "bench", targets: ["bench"]),
-        .executable(name: "stallwatch", targets: ["stallwatch"]),
+        .executable(name: "stallwatch", targets: ["StallwatchCLI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -47,17 +47,31 @@ let package = Package(
             path: "Sources/CCompression",
             linkerSettings: [.linkedLibrary("z"), .linkedLibrary("lzma")]
         ),
-        // Pure policy: inputs in, decisions out. No threads, clocks or I/O.
+        // What users type: the configuration and the report model (re-exported by Stallwatch).
+        .target(
+            name: "StallwatchReport",
+            path: "Sources/StallwatchReport"
+        ),
+        // Pure policy: inputs in, decisions out. No threads, clocks or I/O. Package access only.
         .target(
             name: "StallwatchPolicy",
+            dependencies: ["StallwatchReport"],
             path: "Sources/StallwatchPolicy"
+        ),
+        // A report as pprof, flame graph, folded stacks and listing. Package access only.
+        .target(
+            name: "StallwatchExport",
+            dependencies: ["StallwatchReport"],
+            path: "Sources/StallwatchExport"
         ),
         .target(
             name: "Stallwatch",
             dependencies: [
                 "CSampler",
                 "CCompression",
+                "StallwatchReport",
                 "StallwatchPolicy",
+                "StallwatchExport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -80,29 +94,60 @@ let package = Package(
             name: "BenchSupport",
             path: "Sources/BenchSupport"
         ),
+        // The project's overhead goals, judged by `bench sampler`; never in the library.
+        .target(
+            name: "BenchGoals",
+            path: "Sources/BenchGoals"
+        ),
         .executableTarget(
             name: "bench",
             dependencies: [
                 "Stallwatch",
+                "StallwatchPolicy",
+                "BenchGoals",
                 "BenchSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/bench"
         ),
+        // The `stallwatch` command (the product keeps that name; the folder differs from the
+        // library's by more than case, for case-folding file systems).
         .executableTarget(
-            name: "stallwatch",
+            name: "StallwatchCLI",
             dependencies: [
                 "Stallwatch",
                 "StallwatchPolicy",
+                "StallwatchExport",
                 "CSampler",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            path: "Sources/stallwatch"
+            path: "Sources/StallwatchCLI"
+        ),
+        // A report made as the watchdog makes one, for the report and export tests.
+        .target(
+            name: "ReportFixtures",
+            dependencies: ["StallwatchReport", "StallwatchPolicy"],
+            path: "Tests/ReportFixtures"
+        ),
+        .testTarget(
+            name: "StallwatchReportTests",
+            dependencies: ["StallwatchReport", "StallwatchPolicy", "ReportFixtures"],
+            path: "Tests/StallwatchReportTests"
         ),
         .testTarget(
             name: "StallwatchPolicyTests",
-            dependencies: ["StallwatchPolicy"],
+            dependencies: ["StallwatchPolicy", "StallwatchReport"],
             path: "Tests/StallwatchPolicyTests"
+        ),
+        .testTarget(
+            name: "StallwatchExportTests",
+            dependencies: ["StallwatchExport", "StallwatchReport", "StallwatchPolicy", "ReportFixtures"],
+            path: "Tests/StallwatchExportTests"
+        ),
+        .testTarget(
+            name: "BenchGoalsTests",
+            dependencies: ["BenchGoals"],
+            path: "Tests/BenchGoalsTests"
         ),
         .target(
             name: "CSamplerTestSupport",
@@ -115,7 +160,7 @@ let package = Package(
         .testTarget(
             name: "StallwatchTests",
             dependencies: [
-                "Stallwatch", "CSampler", "CSamplerTestSupport", "CCompression",
+                "Stallwatch", "StallwatchPolicy", "StallwatchExport", "CSampler", "CSamplerTestSupport", "CCompression",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],

@@ -10,7 +10,7 @@ mkdir -p "$out/proc" "$out/report" Fuzz/crashes
 clang -g -O1 -fsanitize=fuzzer,address,undefined -ICSampler/include -ICSampler/src \
   -D_GNU_SOURCE Fuzz/proc_parsers_fuzz.c CSampler/src/proc_parse.c -o "$out/proc-fuzz"
 swiftc -sanitize=fuzzer,address -parse-as-library -module-name ReportFuzz -package-name stallwatch -O \
-  $(find Sources/StallwatchPolicy -name '*.swift') Fuzz/ReportDecoderFuzz.swift -o "$out/report-fuzz"
+  $(find Sources/StallwatchReport -name '*.swift') Fuzz/ReportDecoderFuzz.swift -o "$out/report-fuzz"
 status=0
 for target in proc report; do
   # Earlier crashes first: each must now pass.

@@ -32,7 +32,7 @@ if [ "$#" -eq 0 ]; then
     swift test --skip-build --scratch-path .build-asan --no-parallel \
     --skip 'WatchdogEndToEndTests|WatchdogDeliveryTests|PoolJobTests|BusyLoopTests|SignalOwnershipTests/takenOver|blockedInRead|variedCodeWalksToTheRoot|EpisodeTests|ForeignLibraryStallTests|TickTimerTests|HostAdversityTests/stallStorm'
   # The DocC catalogs (Sources/*/*.docc): every link resolves, no warning.
-  swift package generate-documentation --target Stallwatch --target StallwatchPolicy --warnings-as-errors
+  swift package generate-documentation --target Stallwatch --target StallwatchReport --warnings-as-errors
   # libFuzzer on the /proc parsers and the report decoder, a minute each; earlier crashes replayed.
   scripts/fuzz.sh
   # Real servers (Hummingbird 2, Vapor 4, raw SwiftNIO) from Examples/, driven over 127.0.0.1.

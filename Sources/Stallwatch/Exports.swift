@@ -1,3 +1,3 @@
-// The configuration, report model and policy types are part of the public API: `import Stallwatch`
-// alone must be enough to configure a watchdog and read its reports.
-@_exported import StallwatchPolicy
+// What users type (configuration, the report model) comes with `import Stallwatch`; the policy
+// and the exporters are the package's own.
+@_exported import StallwatchReport

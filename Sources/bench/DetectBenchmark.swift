@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Stallwatch
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 
 /// `bench detect`: from the moment a loop stalls to the moment its report is delivered.
@@ -82,7 +83,7 @@ struct DetectBenchmark: ParsableCommand {
         for ms in values {
             let reportedAt = Atomic<Int>(0)
             let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(ms))) { event in
-                if case .stall = event { reportedAt.store(Workload.now(), ordering: .releasing) }
+                if event.kind == .stall { reportedAt.store(Workload.now(), ordering: .releasing) }
             }
             let probe = watchdog.makeProbe(name: "detect-\(ms)")
             try watchdog.start()

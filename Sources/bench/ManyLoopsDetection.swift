@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Stallwatch
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 
 /// One case of `bench detect`'s many-loops table: `loops` heartbeat loops on threads of their own,
@@ -75,7 +76,7 @@ func runManyLoops(_ c: ManyLoopsCase, sampleCostMicroseconds: Double = 20) throw
     let lateness = Mutex<Double>(0)
     let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(c.thresholdMilliseconds)),
                                 reportDirectory: directory) { event in
-        guard case .stall(let report) = event, let loop = report.loopName else { return }
+        guard event.kind == .stall, let report = event.report, let loop = report.loopName else { return }
         let now = Workload.now()
         firstEvent.withLock { table in
             let previous = table[loop]

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Stallwatch
 import StallwatchPolicy
+import StallwatchReport
 
 /// `bench probe`: what a heartbeat costs the loop, and what an idle watchdog costs the process.
 /// Runs a default watchdog through one sampled stall, so every lazily touched structure is resident.

@@ -5,6 +5,8 @@ import Foundation
 import Glibc
 import Stallwatch
 import StallwatchPolicy
+import BenchGoals
+import StallwatchReport
 
 /// `bench sampler`: what sampling busy threads costs, measured A/B in one run, with a peer profiler.
 struct SamplerBenchmark: ParsableCommand {

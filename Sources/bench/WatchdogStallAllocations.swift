@@ -34,7 +34,7 @@ func measureWatchdogStallAllocations(thresholdMilliseconds: Int = 500, stallMill
     let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(thresholdMilliseconds)),
                                 reportDirectory: directory) { event in
         let tid = watchdogTid.load(ordering: .acquiring)
-        switch event {
+        switch event.kind {
         case .stall, .filtered: atStall.store(Int(bench_malloc_count_tid(tid)), ordering: .releasing)
         case .stallEnded: atEnd.store(Int(bench_malloc_count_tid(tid)), ordering: .releasing)
         default: break

@@ -4,6 +4,7 @@ import NIOPosix
 import Stallwatch
 import StallwatchNIO
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 import Testing
 
@@ -11,8 +12,8 @@ import Testing
 final class Reports: Sendable {
     private let events = Mutex<[WatchdogEvent]>([])
     func append(_ e: WatchdogEvent) { events.withLock { $0.append(e) } }
-    var busyLoops: [StallReport] { events.withLock { $0.compactMap { if case .busyLoop(let r) = $0 { r } else { nil } } } }
-    var stalls: [StallReport] { events.withLock { $0.compactMap { if case .stall(let r) = $0 { r } else { nil } } } }
+    var busyLoops: [StallReport] { events.withLock { $0.compactMap { $0.kind == .busyLoop ? $0.report : nil } } }
+    var stalls: [StallReport] { events.withLock { $0.compactMap { $0.kind == .stall ? $0.report : nil } } }
 }
 
 /// Tells the loop's self-rescheduling work to stop.

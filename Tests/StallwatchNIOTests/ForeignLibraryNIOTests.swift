@@ -5,6 +5,7 @@ import NIOPosix
 import Stallwatch
 import StallwatchNIO
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 import Testing
 

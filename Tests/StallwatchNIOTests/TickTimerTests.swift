@@ -5,6 +5,7 @@ import NIOPosix
 import Stallwatch
 import StallwatchNIO
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 import Testing
 
@@ -41,7 +42,7 @@ struct TickTimerTests {
         let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: threshold, watchPoolJobs: false),
                                     reportDirectory: directory, metrics: nil) { event in
             reports.append(event)
-            if case .stallEnded(_, _, let d) = event { ended.durations.withLock { $0.append(d) } }
+            if event.kind == .stallEnded, let d = event.duration { ended.durations.withLock { $0.append(d) } }
         }
         watchdog.monitor(eventLoopGroup: group, ticks: ticks)
         try watchdog.start()

@@ -1,4 +1,5 @@
 import StallwatchPolicy
+import StallwatchReport
 import Testing
 
 private typealias S = SyscallNumber

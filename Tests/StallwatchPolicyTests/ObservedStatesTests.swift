@@ -1,4 +1,5 @@
 import StallwatchPolicy
+import StallwatchReport
 import Testing
 
 /// A cause read from one snapshot can land in a moment that is not typical of the stall.

@@ -1,1 +1,2 @@
+import StallwatchReport
 import Testing

@@ -1,3 +1,4 @@
+import StallwatchReport
 import Testing
 @testable import StallwatchPolicy
 

@@ -1,4 +1,5 @@
 import StallwatchPolicy
+import StallwatchReport
 import Testing
 
 /// The detector as the one owner of a stall: its episode, report, deadlines and exact end.

@@ -1,4 +1,5 @@
 import StallwatchPolicy
+import StallwatchReport
 
 /// An instant `ms` milliseconds after an arbitrary origin far from zero (so `-` never saturates).
 func at(ms: Int64) -> MonotonicInstant {

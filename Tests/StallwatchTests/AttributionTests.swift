@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import InMemoryTracing
 import StallwatchPolicy
+import StallwatchReport
+import StallwatchExport
 import Synchronization
 import Testing
 import Tracing

@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import Synchronization
 import StallwatchPolicy
+import StallwatchReport
 import Testing
 @testable import Stallwatch
 

@@ -1,6 +1,8 @@
 import Foundation
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
+import StallwatchExport
 import Testing
 @testable import Stallwatch
 

@@ -21,7 +21,7 @@ enum DocSnippets {
 
         // Anywhere:
         for await event in watchdog.events {
-            if case .stall(let report) = event { print(report.blamedSummary(frames: 3)) }
+            if event.kind == .stall, let report = event.report { print(report.blamedSummary(frames: 3)) }
         }
     }
 

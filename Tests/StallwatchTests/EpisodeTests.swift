@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 import Testing
 @testable import Stallwatch
@@ -216,7 +217,7 @@ struct EpisodeTests {
         worker.stopAndJoin(timeout: .seconds(10))
         usleep(200_000)
         let filtered = log.events.withLock { events in
-            events.compactMap { event -> FilterReason? in if case .filtered(_, let r) = event { r } else { nil } }
+            events.compactMap { event -> FilterReason? in event.kind == .filtered ? event.filterReason : nil }
         }
         #expect(log.stalls.count == 1)
         #expect(filtered == [.rateLimited(suppressedSoFar: 1)], "\(filtered)")
@@ -318,7 +319,7 @@ struct EpisodeTests {
         let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(200)), metrics: nil) { event in
             log.append(event)
             // A slow listener on the watchdog's thread: the round that sees the stall starts late.
-            if case .feedbackLoop = event { usleep(25_000) }
+            if event.kind == .feedbackLoop { usleep(25_000) }
         }
         let probe = watchdog.makeProbe(name: "lonely")
         let counters = (0..<10).map { probe.counter(for: "key-\($0)", threshold: 2) }

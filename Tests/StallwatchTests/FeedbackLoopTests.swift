@@ -1,6 +1,7 @@
 import Glibc
 import MetricsTestKit
 import StallwatchPolicy
+import StallwatchReport
 import Testing
 @testable import Stallwatch
 
@@ -74,6 +75,6 @@ func stallwatchFixtureRenderAgain(_ counter: FeedbackCounter) {
 
 extension EventLog {
     var feedbackLoops: [StallReport] {
-        events.withLock { $0.compactMap { if case .feedbackLoop(let r) = $0 { return r } else { return nil } } }
+        events.withLock { $0.compactMap { $0.kind == .feedbackLoop ? $0.report : nil } }
     }
 }

@@ -2,6 +2,7 @@ import CSamplerTestSupport
 import Foundation
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 import Testing
 @testable import Stallwatch
@@ -272,7 +273,7 @@ func summaries(_ reports: [StallReport]) -> String {
 extension EventLog {
     /// How many stalls were dropped as trivial stacks.
     var trivialStackFilterings: Int {
-        events.withLock { $0.filter { if case .filtered(_, .trivialStack) = $0 { true } else { false } }.count }
+        events.withLock { $0.filter { $0.filterReason?.kind == .trivialStack }.count }
     }
 }
 

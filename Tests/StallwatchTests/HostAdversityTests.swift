@@ -2,6 +2,7 @@ import CSamplerTestSupport
 import Foundation
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 import Testing
 @testable import Stallwatch
@@ -312,7 +313,7 @@ struct HostAdversityTests {
         usleep(300_000)
         watchdog.stop()   // flushes the writer: no report half-written while the files are counted
         let stalls = log.allStalls.count
-        let filtered = log.events.withLock { $0.filter { if case .filtered = $0 { true } else { false } }.count }
+        let filtered = log.events.withLock { $0.filter { $0.kind == .filtered }.count }
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasSuffix(".json") }.count
         let rssAfter = Self.residentKiB()
         print("adversity storm: \(stalled.load(ordering: .relaxed)) stalls injected, \(stalls) reported, \(filtered) filtered, "

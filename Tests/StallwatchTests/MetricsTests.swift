@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import MetricsTestKit
 import StallwatchPolicy
+import StallwatchReport
 import Testing
 @testable import Stallwatch
 

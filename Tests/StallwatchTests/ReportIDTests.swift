@@ -1,5 +1,6 @@
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 import Testing
 @testable import Stallwatch
 

@@ -1,6 +1,7 @@
 import Foundation
 import Stallwatch
 import StallwatchPolicy
+import StallwatchReport
 import Testing
 
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import Glibc
 import MetricsTestKit
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 import Testing
 @testable import Stallwatch

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 import MetricsTestKit
 import Testing

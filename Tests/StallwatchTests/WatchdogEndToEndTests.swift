@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 import Testing
 @testable import Stallwatch
@@ -13,13 +14,13 @@ final class EventLog: Sendable {
     var stalls: [StallReport] { allStalls.filter { $0.loopName != PoolJobWatcher.loopName } }
     /// Every stall report.
     var allStalls: [StallReport] {
-        events.withLock { $0.compactMap { if case .stall(let r) = $0 { return r } else { return nil } } }
+        events.withLock { $0.compactMap { $0.kind == .stall ? $0.report : nil } }
     }
     var errors: [String] {
-        events.withLock { $0.compactMap { if case .error(let m) = $0 { return m } else { return nil } } }
+        events.withLock { $0.compactMap { $0.kind == .error ? $0.message : nil } }
     }
     var ended: [Duration] {
-        events.withLock { $0.compactMap { if case .stallEnded(_, _, let d) = $0 { return d } else { return nil } } }
+        events.withLock { $0.compactMap { $0.kind == .stallEnded ? $0.duration : nil } }
     }
 }
 
@@ -285,7 +286,7 @@ struct WatchdogDeliveryTests {
         let log = EventLog()
         let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(200)),
                                     reportDirectory: file.appendingPathComponent("reports").path) { event in
-            if case .error(let message) = event { errors.withLock { $0.append(message) } }
+            if event.kind == .error, let message = event.message { errors.withLock { $0.append(message) } }
             log.append(event)
         }
         let probe = watchdog.makeProbe(name: "io-loop")

@@ -1,5 +1,6 @@
 import CSampler
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 import Tracing
 

@@ -1,4 +1,5 @@
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 import Tracing
 

@@ -1,4 +1,6 @@
 import StallwatchPolicy
+import StallwatchReport
+import StallwatchExport
 
 /// A pprof file (gzipped `profile.proto`) of stall reports' samples, as `go tool pprof`,
 /// Pyroscope and Parca read it.

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 
 /// Process and machine figures (the kind Wedjat shows on a phone, for a Linux server), updated on

@@ -1,5 +1,6 @@
 import CoreMetrics
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 
 /// The watchdog's figures as swift-metrics metrics, for whatever backend the application
@@ -100,27 +101,31 @@ public final class WatchdogMetrics: Sendable {
     /// Counts what an event tells: stalls, their durations, filtered reports, CPU reports, errors.
     func record(_ event: WatchdogEvent) {
         state.withLock { s in
-            switch event {
-            case .stall(let report):
-                guard report.sequenceInStall == 0 else { return }
+            switch event.kind {
+            case .stall:
+                guard let report = event.report, report.sequenceInStall == 0 else { return }
                 let loop = report.loopName ?? "?"
                 let cause = report.cause?.kind.rawValue ?? StallCauseKind.unknown.rawValue
                 s.causeOfStall[loop] = cause
                 counter("stalls_total", [("loop", loop), ("cause", cause)], in: &s).increment()
-            case .stallEnded(let loop, _, let duration):
+            case .stallEnded:
+                let loop = event.loop ?? "?"
                 let cause = s.causeOfStall.removeValue(forKey: loop) ?? StallCauseKind.unknown.rawValue
                 timer("stall_duration_seconds", [("loop", loop), ("cause", cause)], in: &s)
-                    .recordNanoseconds(duration.clampedNanoseconds)
-            case .filtered(let loop, let reason):
-                counter("reports_filtered_total", [("loop", loop), ("reason", reason.metricLabel)], in: &s).increment()
-            case .cpu(let report):
-                counter("cpu_reports_total", [("kind", report.kind.rawValue)], in: &s).increment()
+                    .recordNanoseconds((event.duration ?? .zero).clampedNanoseconds)
+            case .filtered:
+                let reason = event.filterReason?.metricLabel ?? "unknown"
+                counter("reports_filtered_total", [("loop", event.loop ?? "?"), ("reason", reason)], in: &s).increment()
+            case .cpu:
+                counter("cpu_reports_total", [("kind", event.report?.kind.rawValue ?? "?")], in: &s).increment()
             case .error:
                 counter("errors_total", [], in: &s).increment()
-            case .busyLoop(let report):
-                counter("busy_loops_total", [("loop", report.loopName ?? "?")], in: &s).increment()
-            case .feedbackLoop(let report):
-                counter("feedback_loops_total", [("loop", report.loopName ?? "?")], in: &s).increment()
+            case .busyLoop:
+                counter("busy_loops_total", [("loop", event.loop ?? "?")], in: &s).increment()
+            case .feedbackLoop:
+                counter("feedback_loops_total", [("loop", event.loop ?? "?")], in: &s).increment()
+            default:
+                break
             }
         }
     }
@@ -220,12 +225,6 @@ public enum MetricsConfigurationError: Error, Equatable, CustomStringConvertible
 
 extension FilterReason {
     /// The `reason` label of `stallwatch_reports_filtered_total`.
-    var metricLabel: String {
-        switch self {
-        case .trivialStack: "trivial_stack"
-        case .annealing: "annealing"
-        case .rateLimited: "rate_limited"
-        }
-    }
+    var metricLabel: String { kind.name }
 }
 

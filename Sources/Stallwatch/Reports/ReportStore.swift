@@ -1,5 +1,6 @@
 import Foundation
 import StallwatchPolicy
+import StallwatchReport
 
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import StallwatchPolicy
+import StallwatchReport
 
 /// One round's time for one-off captures of stalled threads that have no sample yet, and which
 /// loops spent it: a report without a stack then says truthfully why it has none (it said "spent

@@ -1,5 +1,6 @@
 import CSampler
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 
 /// Counts how often one key comes round within a single busy period of its loop, and reports the

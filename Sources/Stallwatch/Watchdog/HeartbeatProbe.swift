@@ -1,5 +1,6 @@
 import CSampler
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 
 /// A loop tells the watchdog it made progress: ``busy()`` when it wakes up with work, ``idle()``

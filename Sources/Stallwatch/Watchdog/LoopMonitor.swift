@@ -1,4 +1,5 @@
 import StallwatchPolicy
+import StallwatchReport
 
 /// The watchdog's state for one monitored loop. Lives on the watchdog thread only.
 ///

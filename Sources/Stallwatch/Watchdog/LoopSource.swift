@@ -1,4 +1,5 @@
 import StallwatchPolicy
+import StallwatchReport
 
 /// A monitored loop, whichever probe watches it.
 enum LoopSource: Sendable {

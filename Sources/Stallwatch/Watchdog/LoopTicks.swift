@@ -1,4 +1,5 @@
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 
 /// The recent work units ("ticks") a loop reported itself, with their exact start and end, so the

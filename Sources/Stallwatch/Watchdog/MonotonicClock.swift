@@ -1,5 +1,6 @@
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 
 /// The monotonic clock the probes and the watchdog share (CLOCK_MONOTONIC, vDSO: no system call).
 enum MonotonicClock {

@@ -1,5 +1,6 @@
 import CSampler
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 
 /// Watches a loop that cannot be instrumented: the watchdog posts a tiny job through `post` (onto any

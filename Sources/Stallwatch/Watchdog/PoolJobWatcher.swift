@@ -1,6 +1,7 @@
 import CSampler
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 
 /// Watches the Swift concurrency pool one job at a time, from outside: a job that holds its pool
 /// thread past the threshold is a stall of that thread, even while the rest of the pool still

@@ -1,6 +1,7 @@
 import CSampler
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 
 /// Turns samples and facts into a ``StallReport``: every report the watchdog makes is made here.
 /// Runs on the watchdog thread, after any held threads are released: symbolization is only ever
@@ -71,7 +72,7 @@ struct ReportBuilder {
     static func numaFacts(stalledThread: ThreadInfo?) -> NUMAFacts {
         let topology = NUMATopology.current()
         let nodes = topology.nodes.map {
-            StallwatchPolicy.NUMANode(id: $0.id, cpus: $0.cpus, memoryBytes: UInt64(max($0.memoryBytes, 0)),
+            StallwatchReport.NUMANode(id: $0.id, cpus: $0.cpus, memoryBytes: UInt64(max($0.memoryBytes, 0)),
                                       freeBytes: UInt64(max($0.freeBytes, 0)))
         }
         return NUMAFacts(nodes: nodes, stalledThreadNode: stalledThread?.numaNode)
@@ -229,7 +230,7 @@ struct RoundFacts {
     var threads: [ThreadID]
     var otherThreads: [ThreadStack]?
     var process: ProcessStats?
-    var topology: [StallwatchPolicy.NUMANode]
+    var topology: [StallwatchReport.NUMANode]
 
     func numa(_ stalled: ThreadInfo?) -> NUMAFacts {
         NUMAFacts(nodes: topology, stalledThreadNode: stalled?.numaNode)

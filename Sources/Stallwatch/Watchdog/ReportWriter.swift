@@ -1,6 +1,7 @@
 import Dispatch
 import Logging
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 
 /// Writes reports on a queue of its own, so the watchdog never waits on the disk (a write syncs the

@@ -1,6 +1,7 @@
 import CSampler
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 
 /// CPU, run-queue and wall time of a thread at one moment, to compare with later.
 struct ThreadBaseline {

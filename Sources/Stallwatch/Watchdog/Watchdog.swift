@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import Logging
 import StallwatchPolicy
+import StallwatchReport
 import Synchronization
 
 /// Watches loops that must stay responsive and reports, once per stall, why each stall happened and

@@ -1,4 +1,5 @@
 import StallwatchPolicy
+import StallwatchReport
 
 extension WatchdogEngine {
     /// Once a round: the interval every sampling ring should run at for the loops sampled now

@@ -1,5 +1,6 @@
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 
 extension WatchdogEngine {
     /// For a ping-probed loop that is not stalled: feeds its thread's demand for a core over the

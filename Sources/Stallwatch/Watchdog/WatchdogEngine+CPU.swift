@@ -1,5 +1,6 @@
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 
 extension WatchdogEngine {
     // MARK: - CPU policy

@@ -1,6 +1,7 @@
 import CSampler
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 
 /// One loop per round: the detector's verdict, sampling, evidence, and the one report of each stall
 /// episode. The detector owns the episode (its start, rounds, deadlines and report); this gathers
@@ -154,7 +155,7 @@ extension WatchdogEngine {
         // The filter judges an episode, not a round: rounds come every 40 ms, and each call counts
         // a filtered or rate-limited report. A stall cut by the rate cap stays cut; one filtered
         // for its (trivial) stack is judged again only once its stack says more.
-        switch m.filtered {
+        switch m.filtered?.kind {
         case .rateLimited?: return
         case .trivialStack? where signature.depth <= 1 && stackRequired: return
         default: break
@@ -165,7 +166,7 @@ extension WatchdogEngine {
                                          stackWhole: m.samples.allSatisfy(\.isWhole))
         guard case .report(let counters) = decision else {
             if case .filtered(let reason) = decision {
-                if !Self.sameKind(m.filtered, reason) {
+                if m.filtered?.kind != reason.kind {
                     emit(.filtered(loop: m.source.name, reason: reason))
                     logger.debug("stall filtered", metadata: ["loop": "\(m.source.name)", "reason": "\(reason)"])
                 }
@@ -191,13 +192,6 @@ extension WatchdogEngine {
         m.reportedSignature = signature
         deliver(report)
         StallAttribution.reported(report, samples: m.samples)
-    }
-
-    private static func sameKind(_ a: FilterReason?, _ b: FilterReason) -> Bool {
-        switch (a, b) {
-        case (.trivialStack?, .trivialStack), (.annealing?, .annealing), (.rateLimited?, .rateLimited): true
-        default: false
-        }
     }
 
     /// Rewrites the episode's report when what it blames changed, or when it had no stack and now

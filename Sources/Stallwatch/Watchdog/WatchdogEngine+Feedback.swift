@@ -1,5 +1,6 @@
 import Glibc
 import StallwatchPolicy
+import StallwatchReport
 
 extension WatchdogEngine {
     /// Reports the feedback counters of a heartbeat loop that crossed their threshold since the

@@ -2,6 +2,7 @@ import CSampler
 import Glibc
 import Logging
 import StallwatchPolicy
+import StallwatchReport
 
 /// One watchdog round over every loop: detect, sample, decide, report. Runs only on the watchdog's
 /// own thread, so its state needs no lock.

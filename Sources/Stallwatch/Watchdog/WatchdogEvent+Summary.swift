@@ -1,5 +1,6 @@
 import Foundation
 import StallwatchPolicy
+import StallwatchReport
 
 extension WatchdogEvent {
     /// The event in a few flat fields, for one log line or a metrics label set: `event`, and per
@@ -9,30 +10,30 @@ extension WatchdogEvent {
     /// `reason` or `message`; for a stall that served a request registered with ``StallAttribution``,
     /// also `request` (method and route), `traceID` and `spanID`.
     public var summary: [String: String] {
-        switch self {
-        case .feedbackLoop(let report):
-            [
+        if kind == .feedbackLoop, let report {
+            return [
                 "event": report.kind.rawValue, "id": report.id, "loop": report.loopName ?? "",
                 "key": report.feedback?.key ?? "", "count": "\(report.feedback?.count ?? 0)",
                 "durationMs": "\(report.durationNanoseconds / 1_000_000)",
                 "blamed": report.blamedSummary(frames: 3),
             ]
-        case .stall(let report), .cpu(let report), .busyLoop(let report):
-            [
+        }
+        if let report {
+            return [
                 "event": report.kind.rawValue, "id": report.id, "loop": report.loopName ?? "",
                 "cause": report.cause?.kind.rawValue ?? "", "evidence": report.cause?.evidence ?? "",
                 "thread": report.thread.map { "\($0.id) \($0.name)" } ?? "",
                 "durationMs": "\(report.durationNanoseconds / 1_000_000)",
                 "blamed": report.blamedSummary(frames: 3),
             ].merging(Self.requestFields(report.request)) { a, _ in a }
-        case .stallEnded(let loop, let thread, let duration):
-            ["event": "stallEnded", "loop": loop, "thread": thread.map { "\($0.rawValue)" } ?? "",
-             "durationMs": "\(duration.clampedNanoseconds / 1_000_000)"]
-        case .filtered(let loop, let reason):
-            ["event": "filtered", "loop": loop, "reason": "\(reason)"]
-        case .error(let message):
-            ["event": "error", "message": message]
         }
+        var fields = ["event": kind.name]
+        if let loop { fields["loop"] = loop }
+        if let thread { fields["thread"] = "\(thread.rawValue)" }
+        if let duration { fields["durationMs"] = "\(duration.clampedNanoseconds / 1_000_000)" }
+        if let filterReason { fields["reason"] = "\(filterReason)" }
+        if let message { fields["message"] = message }
+        return fields
     }
 
     private static func requestFields(_ request: ReportRequest?) -> [String: String] {

@@ -1,5 +1,6 @@
+import StallwatchReport
 /// Something worth reporting about CPU usage.
-public enum CPUEvent: Sendable, Equatable {
+package enum CPUEvent: Sendable, Equatable {
     /// Process CPU went above the high fraction of all cores; `usage` is in cores (1.0 = one
     /// core) and `topThreads` the busiest threads above the per-thread minimum, busiest first.
     case processCPUHigh(usage: Double, topThreads: [ThreadCPUShare])
@@ -9,17 +10,17 @@ public enum CPUEvent: Sendable, Equatable {
 }
 
 /// The result of feeding one reading to ``CPUPolicy``.
-public struct CPUAssessment: Sendable, Equatable {
+package struct CPUAssessment: Sendable, Equatable {
     /// Process usage in cores for this reading; `nil` when the reading was ignored.
-    public var usage: Double?
+    package var usage: Double?
     /// Events this reading triggered (possibly both kinds at once).
-    public var events: [CPUEvent]
+    package var events: [CPUEvent]
 
     /// Whether the reading was ignored (period ≤ 0 or too long).
-    public var ignored: Bool { usage == nil }
+    package var ignored: Bool { usage == nil }
 
     /// Creates an assessment.
-    public init(usage: Double?, events: [CPUEvent]) {
+    package init(usage: Double?, events: [CPUEvent]) {
         self.usage = usage
         self.events = events
     }

@@ -1,6 +1,7 @@
+import StallwatchReport
 /// matrix's CPU policy as a pure function of periodic readings: "process CPU high" (edge
 /// triggered) and "sustained high" (see ``SustainedCPUTracker``).
-public struct CPUPolicy: Sendable, Equatable {
+package struct CPUPolicy: Sendable, Equatable {
     private let settings: CPUConfiguration
     private var sustained: SustainedCPUTracker
     // Edge trigger: one event when usage goes high, re-armed once it drops, instead of one per
@@ -8,16 +9,16 @@ public struct CPUPolicy: Sendable, Equatable {
     private var processHighActive = false
 
     /// Creates a policy.
-    public init(settings: CPUConfiguration) {
+    package init(settings: CPUConfiguration) {
         self.settings = settings
         self.sustained = SustainedCPUTracker(settings: settings)
     }
 
     /// The sustained tracker's phase, for diagnostics and tests.
-    public var sustainedPhase: SustainedCPUTracker.Phase { sustained.phase }
+    package var sustainedPhase: SustainedCPUTracker.Phase { sustained.phase }
 
     /// Assesses one reading.
-    public mutating func ingest(_ reading: CPUReading) -> CPUAssessment {
+    package mutating func ingest(_ reading: CPUReading) -> CPUAssessment {
         // A period of zero gives no ratio; a long one means the process (or VM) was stopped.
         guard reading.wallDelta > .zero, reading.wallDelta <= settings.maximumReadingPeriod else {
             return CPUAssessment(usage: nil, events: [])

@@ -1,9 +1,10 @@
+import StallwatchReport
 /// matrix's "cultivate" logic for sustained high CPU, measured in the readings' own wall time
 /// (no clock): start tracking above the start fraction of one core, abandon when the running
 /// average drops below the abandon share of it, fire after the minimum duration, then cool down.
-public struct SustainedCPUTracker: Sendable, Equatable {
+package struct SustainedCPUTracker: Sendable, Equatable {
     /// Where the tracker is.
-    public enum Phase: Sendable, Equatable {
+    package enum Phase: Sendable, Equatable {
         /// Not tracking.
         case idle
         /// Accumulating since usage went high.
@@ -13,16 +14,16 @@ public struct SustainedCPUTracker: Sendable, Equatable {
     }
 
     /// The current phase.
-    public private(set) var phase: Phase = .idle
+    package private(set) var phase: Phase = .idle
     private let settings: CPUConfiguration
 
     /// Creates a tracker.
-    public init(settings: CPUConfiguration) {
+    package init(settings: CPUConfiguration) {
         self.settings = settings
     }
 
     /// Feeds one accepted reading; returns the event when the sustained condition fires.
-    public mutating func ingest(cpu: Duration, wall: Duration) -> CPUEvent? {
+    package mutating func ingest(cpu: Duration, wall: Duration) -> CPUEvent? {
         switch phase {
         case .coolingDown(let remaining):
             // The reading that finishes the cool-down is still part of it.

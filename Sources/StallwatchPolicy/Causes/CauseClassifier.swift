@@ -1,16 +1,17 @@
+import StallwatchReport
 /// Names the reason a thread is stalled from what `/proc` says about it — beyond matrix, which
 /// only reports stacks. Pure: evidence in, cause out.
-public struct CauseClassifier: Sendable, Equatable {
+package struct CauseClassifier: Sendable, Equatable {
     /// A running thread with CPU at or above this fraction of wall time is CPU-bound (0.5).
-    public var cpuBoundFraction: Double
+    package var cpuBoundFraction: Double
 
     /// Creates a classifier.
-    public init(cpuBoundFraction: Double = 0.5) {
+    package init(cpuBoundFraction: Double = 0.5) {
         self.cpuBoundFraction = cpuBoundFraction
     }
 
     /// Creates a classifier for a configuration.
-    public init(configuration _: WatchdogConfiguration) {
+    package init(configuration _: WatchdogConfiguration) {
         self.init()
     }
 
@@ -18,7 +19,7 @@ public struct CauseClassifier: Sendable, Equatable {
     /// count alone is never a cause (matrix's iOS cut-off is not evidence on a server, where a
     /// thousand threads are normal): "too many threads" needs a starved thread and more runnable
     /// threads than cores.
-    public func classify(_ e: ThreadEvidence) -> StallCause {
+    package func classify(_ e: ThreadEvidence) -> StallCause {
         let cpu = "CPU \(DurationText.milliseconds(e.cpuTimeDelta)) of \(DurationText.milliseconds(e.wallDelta)) wall (\(DurationText.percent(e.cpuFraction)))"
         switch e.state {
         case "R":

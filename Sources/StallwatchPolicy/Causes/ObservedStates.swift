@@ -1,3 +1,4 @@
+import StallwatchReport
 /// What a stalled thread was seen doing at each check of one episode: one snapshot of `/proc` can
 /// land in the moment a thread doing storage I/O is runnable (page copies, writeback between
 /// waits) and read as starved; the episode's tally says it spent its time in uninterruptible waits.

@@ -1,5 +1,6 @@
+import StallwatchReport
 /// The kind of file a descriptor refers to (from `/proc/self/fd/<n>` or `fstat`).
-public enum FDKind: String, Sendable, Codable, Equatable, CaseIterable {
+package enum FDKind: String, Sendable, Codable, Equatable, CaseIterable {
     /// A socket of any family.
     case socket
     /// A pipe or FIFO.
@@ -18,30 +19,30 @@ public enum FDKind: String, Sendable, Codable, Equatable, CaseIterable {
 
 /// What the watchdog learned about the stalled thread without signalling it, over one
 /// observation window (the deltas are since the stall's start or the previous round).
-public struct ThreadEvidence: Sendable, Equatable {
+package struct ThreadEvidence: Sendable, Equatable {
     /// The `/proc/<tid>/stat` state letter: `R` running, `S` sleeping, `D` uninterruptible, ….
-    public var state: Character
+    package var state: Character
     /// The x86_64 syscall number the thread is blocked in, from `/proc/<tid>/syscall`; `nil`
     /// when it is running in user space or the number is unknown.
-    public var syscall: Int?
+    package var syscall: Int?
     /// The kind of the syscall's descriptor argument, when it has one and it could be resolved.
-    public var fdKind: FDKind?
+    package var fdKind: FDKind?
     /// CPU time the thread used during the window.
-    public var cpuTimeDelta: Duration
+    package var cpuTimeDelta: Duration
     /// Wall time of the window.
-    public var wallDelta: Duration
+    package var wallDelta: Duration
     /// Time spent runnable but waiting for a CPU during the window (`schedstat`), if known.
-    public var runQueueWaitDelta: Duration?
+    package var runQueueWaitDelta: Duration?
     /// Threads in the process.
-    public var threadCount: Int
+    package var threadCount: Int
     /// Threads of the process in state `R` (running or waiting for a CPU) at the stall, when
     /// counted: only for a thread that looks starved, where it decides "too many threads".
-    public var runnableThreadCount: Int?
+    package var runnableThreadCount: Int?
     /// Online CPU cores (0 when unknown).
-    public var cores: Int
+    package var cores: Int
 
     /// Creates evidence.
-    public init(
+    package init(
         state: Character, syscall: Int? = nil, fdKind: FDKind? = nil,
         cpuTimeDelta: Duration, wallDelta: Duration, runQueueWaitDelta: Duration? = nil,
         threadCount: Int, runnableThreadCount: Int? = nil, cores: Int = 0
@@ -59,7 +60,7 @@ public struct ThreadEvidence: Sendable, Equatable {
 
     /// Whether the thread looks starved: runnable, yet it got less than `cpuBoundFraction` of the
     /// wall time on a CPU. Only then is counting the process's runnable threads worth its cost.
-    public func looksStarved(cpuBoundFraction: Double = 0.5) -> Bool {
+    package func looksStarved(cpuBoundFraction: Double = 0.5) -> Bool {
         state == "R" && cpuFraction < cpuBoundFraction
     }
 

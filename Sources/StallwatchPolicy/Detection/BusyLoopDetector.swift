@@ -1,24 +1,25 @@
+import StallwatchReport
 /// Tells a loop that stays busy without ever stalling: for longer than `window` its thread wants a
 /// core all the time (on one, or runnable and waiting for one), or its pings keep waiting though
 /// less than the stall threshold, with the same stack
 /// recurring in the samples taken meanwhile. The case a stall threshold never sees: a task that
 /// re-enqueues itself on its event loop, a loop spinning in small slices.
-public struct BusyLoopDetector: Sendable {
+package struct BusyLoopDetector: Sendable {
     /// How long a loop must stay busy before it is reported.
-    public let window: Duration
+    package let window: Duration
     /// The share of a round the thread must spend wanting a core (running, or runnable and waiting
     /// on a run queue) to count as busy. Waiting counts: on a loaded machine a spinning loop gets
     /// less than a core, and it is no less stuck.
-    public let busyFraction: Double
+    package let busyFraction: Double
     /// A ping this late counts as busy (a quarter of the stall threshold by default).
-    public let lateLatency: Duration
+    package let lateLatency: Duration
 
     private var streakStart: MonotonicInstant?
     private var samples: [StackSample] = []
     private var reported = false
 
     /// What one observation means.
-    public enum Verdict: Equatable, Sendable {
+    package enum Verdict: Equatable, Sendable {
         /// Not busy: any streak is over.
         case quiet
         /// Busy, not (yet, or again) reportable.
@@ -29,19 +30,19 @@ public struct BusyLoopDetector: Sendable {
     }
 
     /// A detector; `window` must be positive.
-    public init(window: Duration, busyFraction: Double = 0.9, lateLatency: Duration) {
+    package init(window: Duration, busyFraction: Double = 0.9, lateLatency: Duration) {
         self.window = window
         self.busyFraction = busyFraction
         self.lateLatency = lateLatency
     }
 
     /// Whether the loop is in a busy streak now (then a sample is worth taking).
-    public var inStreak: Bool { streakStart != nil }
+    package var inStreak: Bool { streakStart != nil }
 
     /// One round: the time the loop thread wanted a core over the round (CPU time plus run-queue
     /// wait), the round's wall time, the latency of a ping answered in it (if any), and a stack
     /// sample taken in it (if any).
-    public mutating func observe(now: MonotonicInstant, demand: Duration, wall: Duration, pingLatency: Duration?,
+    package mutating func observe(now: MonotonicInstant, demand: Duration, wall: Duration, pingLatency: Duration?,
                                  sample: StackSample?) -> Verdict {
         let wantsCore = wall > .zero && demand.secondsDouble / wall.secondsDouble >= busyFraction
         let late = pingLatency.map { $0 >= lateLatency } ?? false

@@ -1,3 +1,4 @@
+import StallwatchReport
 /// Every period and time limit the watchdog derives from the threshold, in one place; above all how
 /// often it must look at loops that cannot tell it when they start work, chosen for the accuracy
 /// goal rather than fixed at half the threshold.
@@ -16,34 +17,34 @@
 ///
 /// The price is wake-ups: a watchdog with pings or pool-job watching wakes every P even when all is
 /// idle (a heartbeat-only watchdog does not).
-public struct DetectionSchedule: Sendable, Equatable {
+package struct DetectionSchedule: Sendable, Equatable {
     /// A stall's start and duration should be right within this, and its event come within the
     /// threshold plus this after the stall began.
-    public static let accuracyGoal = Duration.milliseconds(50)
+    package static let accuracyGoal = Duration.milliseconds(50)
     /// The part of ``accuracyGoal`` left for the watchdog thread waking late.
-    public static let wakeMargin = Duration.milliseconds(10)
+    package static let wakeMargin = Duration.milliseconds(10)
 
     /// How often an idle ping-probed loop gets a new ping (from `checkPeriod` when configured).
-    public let pingPeriod: Duration
+    package let pingPeriod: Duration
     /// How often the cooperative pool's threads are scanned for a new long job (from
     /// `poolScanPeriod` when configured).
-    public let poolScanPeriod: Duration
+    package let poolScanPeriod: Duration
 
     /// How long after an idle round the watchdog may sleep when it watches heartbeat loops only:
     /// a loop that turns busy right after is seen within it, before its threshold, and then woken
     /// for exactly at its threshold (max(check period, 0.9 × threshold)).
-    public let idlePoll: Duration
+    package let idlePoll: Duration
     /// A round's time for one-off captures of stalled threads, and for walking the other threads
     /// for a report (threshold / 20, at least 20 ms): with many loops stalled at once, the others'
     /// detection waits for it.
-    public let captureTime: Duration
+    package let captureTime: Duration
     /// A watchdog round later than this is logged as late (threshold / 10).
-    public let lateWarning: Duration
+    package let lateWarning: Duration
     /// A ping this late, under the threshold, counts towards a busy loop (threshold / 4).
-    public let busyLoopLatency: Duration
+    package let busyLoopLatency: Duration
 
     /// The schedule for a (validated) configuration.
-    public init(configuration: WatchdogConfiguration) {
+    package init(configuration: WatchdogConfiguration) {
         let period = Self.accuracyGoal - Self.wakeMargin
         let threshold = configuration.threshold
         // A period set to anything but its default (threshold / 2) is the user's choice, kept as

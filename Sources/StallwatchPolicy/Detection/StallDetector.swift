@@ -1,3 +1,4 @@
+import StallwatchReport
 /// Decides, round by round, whether one loop is stalled: matrix's run-loop-observer check as a
 /// pure state machine. Keep one detector per monitored loop.
 ///
@@ -8,7 +9,7 @@
 /// The detector is the one owner of a stall's state: the busy period it watches, the
 /// ``StallEpisode`` once that period crossed the threshold (with its report), and the instants the
 /// watchdog must wake at to see it become suspect or stalled on time (``wakeTimes``).
-public struct StallDetector: Sendable {
+package struct StallDetector: Sendable {
     /// The busy period being watched: the probe's stamp, the instant we measure from (equal to
     /// the stamp unless re-based after a suspension), and its episode once it is a stall.
     private struct Tracked: Sendable {
@@ -19,40 +20,40 @@ public struct StallDetector: Sendable {
     }
 
     /// Busy for strictly longer than this is a stall.
-    public let threshold: Duration
+    package let threshold: Duration
     /// Busy for strictly longer than this is suspected (sampling starts).
-    public let suspicionThreshold: Duration
+    package let suspicionThreshold: Duration
     /// A gap between rounds strictly longer than this means the process was stopped.
-    public let suspensionLimit: Duration
+    package let suspensionLimit: Duration
     private var tracked: Tracked?
     /// The episode the last ``StallObservation/ended(duration:)`` closed, until taken.
     private var endedEpisode: StallEpisode?
 
     /// Creates a detector from a (validated) configuration.
-    public init(configuration: WatchdogConfiguration) {
+    package init(configuration: WatchdogConfiguration) {
         self.threshold = configuration.threshold
         self.suspicionThreshold = configuration.threshold * configuration.suspicionFraction
         self.suspensionLimit = configuration.suspensionLimit
     }
 
     /// Whether a stall has been reported and has not ended yet.
-    public var isInStall: Bool { (tracked?.stalledRounds ?? 0) > 0 }
+    package var isInStall: Bool { (tracked?.stalledRounds ?? 0) > 0 }
 
     /// The probe stamp of the busy period being watched (to ask the probe when it ended).
-    public var watchedStamp: MonotonicInstant? { tracked?.probeStamp }
+    package var watchedStamp: MonotonicInstant? { tracked?.probeStamp }
 
     /// The stall in progress, if any.
-    public var episode: StallEpisode? { tracked?.episode }
+    package var episode: StallEpisode? { tracked?.episode }
 
     /// Records the report made for (or updated in) the episode in progress; ignored when there is none.
-    public mutating func record(report: StallReport) {
+    package mutating func record(report: StallReport) {
         tracked?.episode?.report = report
     }
 
     /// Moves the episode's start to `start` when the loop itself said when its stalled job or tick
     /// began (a NIO tick's start, a pool job's start told by its thread's CPU clock). The probe's
     /// stamp stays what identifies the busy period.
-    public mutating func correctStart(to start: MonotonicInstant) {
+    package mutating func correctStart(to start: MonotonicInstant) {
         guard var current = tracked else { return }
         current.measuredFrom = start
         current.episode?.start = start
@@ -63,7 +64,7 @@ public struct StallDetector: Sendable {
     /// is only an upper bound of it (a ping is posted after the loop began its stalled work; the
     /// previous answer is a lower bound). Ignored for another period than the one stamped `stamp`,
     /// after a re-base (a stop), and for later instants.
-    public mutating func refineStart(ofPeriodSince stamp: MonotonicInstant, to start: MonotonicInstant) {
+    package mutating func refineStart(ofPeriodSince stamp: MonotonicInstant, to start: MonotonicInstant) {
         guard var current = tracked, current.probeStamp == stamp, current.measuredFrom == stamp, start < stamp else { return }
         current.measuredFrom = start
         current.episode?.start = start
@@ -72,7 +73,7 @@ public struct StallDetector: Sendable {
 
     /// The episode the last ``StallObservation/ended(duration:)`` (or a
     /// ``StallObservation/resumedAfterSuspension`` that cut one short) closed; taken once.
-    public mutating func takeEndedEpisode() -> StallEpisode? {
+    package mutating func takeEndedEpisode() -> StallEpisode? {
         defer { endedEpisode = nil }
         return endedEpisode
     }
@@ -80,7 +81,7 @@ public struct StallDetector: Sendable {
     /// The instants at which the busy period being watched becomes suspect and stalled (each
     /// 1 ms past its limit: both are strict), while it is neither yet. The watchdog wakes at them,
     /// so a stall is seen when it crosses the threshold, not up to a period later.
-    public var wakeTimes: [MonotonicInstant] {
+    package var wakeTimes: [MonotonicInstant] {
         guard let current = tracked, current.episode == nil else { return [] }
         return [current.measuredFrom + suspicionThreshold + .milliseconds(1),
                 current.measuredFrom + threshold + .milliseconds(1)]
@@ -101,7 +102,7 @@ public struct StallDetector: Sendable {
     /// - Returns: one observation. When a reported stall ends and a new busy period has already
     ///   begun, this round returns ``StallObservation/ended(duration:)`` and the new period is
     ///   judged from the next round on.
-    public mutating func evaluate(
+    package mutating func evaluate(
         busySince: MonotonicInstant?,
         now: MonotonicInstant,
         previousRoundAt: MonotonicInstant?,
@@ -153,14 +154,14 @@ public struct StallDetector: Sendable {
     }
 
     /// Forgets any busy period, e.g. when the loop is unregistered and registered again.
-    public mutating func reset() {
+    package mutating func reset() {
         tracked = nil
         endedEpisode = nil
     }
 
     /// Ends the episode in progress at `now` (the loop was unregistered, the watchdog stops):
     /// returns it, closed, or `nil` when there was none.
-    public mutating func cutShort(at now: MonotonicInstant) -> (episode: StallEpisode, duration: Duration)? {
+    package mutating func cutShort(at now: MonotonicInstant) -> (episode: StallEpisode, duration: Duration)? {
         defer { reset() }
         guard let current = tracked, let episode = current.episode else { return nil }
         return (episode, episode.duration(endingAt: now))

@@ -1,16 +1,17 @@
+import StallwatchReport
 /// One stall: one job or loop tick holding one thread past the threshold, from its start until that
 /// job stops running there. Owned by ``StallDetector``; one episode gets exactly one report (one
 /// id), which later rounds update and the episode's end makes final.
-public struct StallEpisode: Sendable, Equatable {
+package struct StallEpisode: Sendable, Equatable {
     /// When the job or tick began (the probe's stamp, or the instant measured from after a stop).
-    public var start: MonotonicInstant
+    package var start: MonotonicInstant
     /// Rounds in which it has been stalled: 1 in the round that found it.
-    public var stalledRounds: Int
+    package var stalledRounds: Int
     /// Its report, once one was made: every later version keeps this id.
-    public var report: StallReport?
+    package var report: StallReport?
 
     /// Creates an episode.
-    public init(start: MonotonicInstant, stalledRounds: Int = 1, report: StallReport? = nil) {
+    package init(start: MonotonicInstant, stalledRounds: Int = 1, report: StallReport? = nil) {
         self.start = start
         self.stalledRounds = stalledRounds
         self.report = report
@@ -18,10 +19,10 @@ public struct StallEpisode: Sendable, Equatable {
 
     /// Versions of its report made so far (0 before the first): the next version's
     /// ``StallReport/sequenceInStall`` is this minus one.
-    public var reportVersions: Int { report.map { $0.sequenceInStall + 1 } ?? 0 }
+    package var reportVersions: Int { report.map { $0.sequenceInStall + 1 } ?? 0 }
 
     /// How long it lasted if it ended at `end`, never negative.
-    public func duration(endingAt end: MonotonicInstant) -> Duration {
+    package func duration(endingAt end: MonotonicInstant) -> Duration {
         end > start ? end - start : .zero
     }
 }

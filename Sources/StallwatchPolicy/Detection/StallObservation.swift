@@ -1,5 +1,6 @@
+import StallwatchReport
 /// What ``StallDetector`` concluded about one loop in one check round.
-public enum StallObservation: Equatable, Sendable {
+package enum StallObservation: Equatable, Sendable {
     /// The loop is waiting for work.
     case idle
     /// The loop is busy, but not for long enough to be interesting.
@@ -23,7 +24,7 @@ public enum StallObservation: Equatable, Sendable {
 
     /// Whether the loop's stack should be sampled after this round: always while suspected or
     /// stalled, and for every busy or idle round too when sampling continuously.
-    public func wantsSampling(sampleContinuously: Bool) -> Bool {
+    package func wantsSampling(sampleContinuously: Bool) -> Bool {
         switch self {
         case .suspected, .stalled, .stillStalled:
             return true

@@ -1,3 +1,4 @@
+import StallwatchReport
 /// Tells a process that was stopped (SIGSTOP, a debugger, a paused VM) from a watchdog that woke
 /// late because the CPUs were busy, by evidence rather than by a fixed time limit.
 ///
@@ -5,12 +6,12 @@
 /// was either runnable and waiting for a CPU (its run-queue wait in `schedstat` grows), or running
 /// (its CPU time grows). A stopped thread does neither: time late that neither figure explains is
 /// time the process was stopped. Pure: figures in, a duration out.
-public struct SuspensionJudge: Sendable, Equatable {
+package struct SuspensionJudge: Sendable, Equatable {
     /// Unexplained lateness below this is noise (timer slack, a page fault), not a stop.
-    public var minimumStop: Duration
+    package var minimumStop: Duration
 
     /// Creates a judge.
-    public init(minimumStop: Duration = .milliseconds(20)) {
+    package init(minimumStop: Duration = .milliseconds(20)) {
         self.minimumStop = minimumStop
     }
 
@@ -22,7 +23,7 @@ public struct SuspensionJudge: Sendable, Equatable {
     ///   - cpuTime: the watchdog thread's CPU time gained over its wait.
     /// - Returns: the stopped time, `.zero` when the lateness is explained (starved, or not late),
     ///   or `nil` when there is no run-queue evidence to judge by.
-    public func stoppedTime(lateness: Duration, runQueueWait: Duration?, cpuTime: Duration) -> Duration? {
+    package func stoppedTime(lateness: Duration, runQueueWait: Duration?, cpuTime: Duration) -> Duration? {
         guard lateness > minimumStop else { return .zero }
         guard let runQueueWait else { return nil }
         let unexplained = lateness - max(runQueueWait, .zero) - max(cpuTime, .zero)

@@ -1,11 +1,12 @@
+import StallwatchReport
 /// matrix's annealing: while the same stack keeps stalling, report it again only after 1, 1, 2,
 /// 3, 5, 8 … check rounds (Fibonacci), so a long stall yields a few reports, not one per round.
 /// A different stack, or ``reset()`` when the stall ends, starts the schedule over.
 ///
 /// Rounds are any counter that grows by one per check round of the loop.
-public struct AnnealingSchedule: Sendable, Equatable {
+package struct AnnealingSchedule: Sendable, Equatable {
     /// The outcome of ``admit(_:round:)``.
-    public enum Verdict: Equatable, Sendable {
+    package enum Verdict: Equatable, Sendable {
         /// Report now; the schedule has advanced.
         case allowed
         /// Same stack too soon; the next report may come at `nextAllowedRound`.
@@ -19,10 +20,10 @@ public struct AnnealingSchedule: Sendable, Equatable {
     private var followingGap = 1
 
     /// A schedule with nothing reported yet.
-    public init() {}
+    package init() {}
 
     /// Decides whether `signature` may be reported in `round`, and if so records the report.
-    public mutating func admit(_ signature: StackSignature, round: Int) -> Verdict {
+    package mutating func admit(_ signature: StackSignature, round: Int) -> Verdict {
         if signature != lastSignature {
             reset()
             lastSignature = signature
@@ -35,7 +36,7 @@ public struct AnnealingSchedule: Sendable, Equatable {
     }
 
     /// Forgets the last stack: the next report of any stack is allowed at once.
-    public mutating func reset() {
+    package mutating func reset() {
         self = AnnealingSchedule()
     }
 

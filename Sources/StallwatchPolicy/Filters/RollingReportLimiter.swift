@@ -1,10 +1,11 @@
+import StallwatchReport
 /// At most `capacity` reports in any rolling `window`; the rest are suppressed and counted.
 ///
 /// Rolling rather than matrix's daily counter, which resets only at launch and so, in a
 /// long-lived service, never resets at all.
-public struct RollingReportLimiter: Sendable, Equatable {
+package struct RollingReportLimiter: Sendable, Equatable {
     /// The outcome of ``admit(at:)``.
-    public enum Verdict: Equatable, Sendable {
+    package enum Verdict: Equatable, Sendable {
         /// Report; `suppressedBefore` reports were suppressed since the previous admitted one.
         case admitted(suppressedBefore: Int)
         /// Over the cap; `suppressedSoFar` counts every suppression since the limiter started.
@@ -12,24 +13,24 @@ public struct RollingReportLimiter: Sendable, Equatable {
     }
 
     /// Reports allowed per window.
-    public let capacity: Int
+    package let capacity: Int
     /// The window's length.
-    public let window: Duration
+    package let window: Duration
     /// Reports suppressed since the limiter was created.
-    public private(set) var suppressedTotal = 0
+    package private(set) var suppressedTotal = 0
     /// Reports suppressed since the last admitted one.
-    public private(set) var suppressedSinceLastAdmitted = 0
+    package private(set) var suppressedSinceLastAdmitted = 0
     // Instants of admitted reports still inside the window, oldest first.
     private var admitted: [MonotonicInstant] = []
 
     /// Creates a limiter allowing `capacity` reports per `window`.
-    public init(capacity: Int, window: Duration) {
+    package init(capacity: Int, window: Duration) {
         self.capacity = capacity
         self.window = window
     }
 
     /// Admits or suppresses a report at `now`.
-    public mutating func admit(at now: MonotonicInstant) -> Verdict {
+    package mutating func admit(at now: MonotonicInstant) -> Verdict {
         // A report exactly one window old no longer counts.
         admitted.removeAll { now - $0 >= window }
         guard admitted.count < capacity else {

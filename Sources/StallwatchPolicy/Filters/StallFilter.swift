@@ -1,17 +1,18 @@
+import StallwatchReport
 /// matrix's report filters, applied in matrix's order: trivial stack, annealing, rate cap.
 /// Keep one per monitored loop (annealing is per loop); share nothing else.
-public struct StallFilter: Sendable {
+package struct StallFilter: Sendable {
     private var annealing = AnnealingSchedule()
     private var limiter: RollingReportLimiter
     private var filteredSinceLastReport = 0
 
     /// Creates a filter from a (validated) configuration.
-    public init(configuration: WatchdogConfiguration) {
+    package init(configuration: WatchdogConfiguration) {
         limiter = RollingReportLimiter(capacity: configuration.reportCapPerWindow, window: configuration.reportWindow)
     }
 
     /// Reports suppressed by the rate cap since monitoring started.
-    public var suppressedTotal: Int { limiter.suppressedTotal }
+    package var suppressedTotal: Int { limiter.suppressedTotal }
 
     /// Decides whether a stall whose blamed path is `signature` may be reported in check
     /// `round` at `now`. With `stackRequired` false (no stack could be taken at all, e.g. the
@@ -20,7 +21,7 @@ public struct StallFilter: Sendable {
     /// stopped before the thread's first frame: code without unwind information, a bad link), a
     /// short stack says nothing about the stall and it is reported with what is known: only a
     /// stack walked to its root can be trivial.
-    public mutating func evaluate(_ signature: StackSignature, round: Int, now: MonotonicInstant,
+    package mutating func evaluate(_ signature: StackSignature, round: Int, now: MonotonicInstant,
                                   stackRequired: Bool = true, stackWhole: Bool = true) -> FilterDecision {
         guard signature.depth > 1 || !stackRequired || !stackWhole else {
             filteredSinceLastReport += 1
@@ -46,7 +47,7 @@ public struct StallFilter: Sendable {
 
     /// The stall ended (or the process resumed from a stop): the next stall of the same stack
     /// is reported at once.
-    public mutating func stallEnded() {
+    package mutating func stallEnded() {
         annealing.reset()
     }
 }

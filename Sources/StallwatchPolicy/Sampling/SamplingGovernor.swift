@@ -1,3 +1,4 @@
+import StallwatchReport
 /// Keeps sampling inside its CPU budget when many loops are stalled at once, by stretching the
 /// interval of every loop's sampling timer.
 ///
@@ -8,18 +9,18 @@
 /// that does otherwise. The bound is the worst case (every sampled thread running), so it never
 /// lets the budget be exceeded, at the price of sampling more sparsely than needed when some of
 /// the threads wait.
-public struct SamplingGovernor: Sendable, Equatable {
+package struct SamplingGovernor: Sendable, Equatable {
     /// The configured interval.
-    public let baseInterval: Duration
+    package let baseInterval: Duration
     /// The budget as a fraction of one core (0.001 = 0.1 %); 0 for none.
-    public let budget: Double
+    package let budget: Double
     /// What one sample costs.
-    public let costPerSample: Duration
+    package let costPerSample: Duration
     /// Cores that can run sampled threads at the same time.
-    public let cores: Int
+    package let cores: Int
 
     /// A governor; `budget` 0 turns it off.
-    public init(baseInterval: Duration, budget: Double, costPerSample: Duration, cores: Int) {
+    package init(baseInterval: Duration, budget: Double, costPerSample: Duration, cores: Int) {
         self.baseInterval = baseInterval
         self.budget = budget
         self.costPerSample = costPerSample
@@ -27,13 +28,13 @@ public struct SamplingGovernor: Sendable, Equatable {
     }
 
     /// The governor of a configuration on a machine with `cores` online cores.
-    public init(_ configuration: WatchdogConfiguration, cores: Int) {
+    package init(_ configuration: WatchdogConfiguration, cores: Int) {
         self.init(baseInterval: configuration.sampleInterval, budget: configuration.samplerBudget,
                   costPerSample: configuration.sampleCost, cores: cores)
     }
 
     /// The interval for each of `loops` threads sampled at once, and why it is that one.
-    public func interval(forSampledLoops loops: Int) -> (interval: Duration, reason: SamplingFacts.Reason) {
+    package func interval(forSampledLoops loops: Int) -> (interval: Duration, reason: SamplingFacts.Reason) {
         guard budget > 0, loops > 0 else { return (baseInterval, .configured) }
         let running = Double(min(loops, cores))
         let needed = running * costPerSample.secondsDouble / budget
@@ -43,7 +44,7 @@ public struct SamplingGovernor: Sendable, Equatable {
     }
 
     /// The CPU, as a fraction of one core, that `loops` sampled threads cost at `interval`, worst case.
-    public func worstCaseCost(loops: Int, interval: Duration) -> Double {
+    package func worstCaseCost(loops: Int, interval: Duration) -> Double {
         guard loops > 0, interval > .zero else { return 0 }
         return Double(min(loops, cores)) * costPerSample.secondsDouble / interval.secondsDouble
     }

@@ -1,44 +1,45 @@
+import StallwatchReport
 /// Samples aggregated root→leaf by function: each node counts the samples whose stack passes
 /// through that call path. This is what lets Stallwatch blame where the thread *spent* the
 /// stall rather than where one late snapshot happened to land (matrix issue #622).
-public struct CallTree: Sendable, Equatable {
+package struct CallTree: Sendable, Equatable {
     /// One call path prefix.
-    public struct Node: Sendable, Equatable {
+    package struct Node: Sendable, Equatable {
         /// The function at this depth.
-        public var frame: FrameKey
+        package var frame: FrameKey
         /// Samples whose stack passes through this node.
-        public var count: Int
+        package var count: Int
         /// Samples whose stack ends exactly here (this function was the leaf).
-        public var selfCount: Int
+        package var selfCount: Int
         /// Index (in the input order) of the newest sample through this node; breaks ties.
-        public var lastSampleIndex: Int
+        package var lastSampleIndex: Int
         /// Callees, heaviest first (ties: most recently sampled first).
-        public var children: [Node]
+        package var children: [Node]
     }
 
     /// A step of ``heaviestPath()``: a function and the samples that reached it on this path.
-    public struct WeightedFrame: Sendable, Equatable, Hashable {
+    package struct WeightedFrame: Sendable, Equatable, Hashable {
         /// The function.
-        public var frame: FrameKey
+        package var frame: FrameKey
         /// Samples through this path prefix.
-        public var count: Int
+        package var count: Int
 
         /// Creates a step.
-        public init(frame: FrameKey, count: Int) {
+        package init(frame: FrameKey, count: Int) {
             self.frame = frame
             self.count = count
         }
     }
 
     /// Top-level functions, heaviest first.
-    public private(set) var roots: [Node]
+    package private(set) var roots: [Node]
     /// Samples that contributed (empty samples are skipped).
-    public private(set) var sampleCount: Int
+    package private(set) var sampleCount: Int
     /// For each function, the samples in which it was the leaf.
-    public private(set) var selfCounts: [FrameKey: Int]
+    package private(set) var selfCounts: [FrameKey: Int]
 
     /// Builds the tree from samples in capture order (oldest first).
-    public init(samples: [StackSample]) {
+    package init(samples: [StackSample]) {
         var builder = Builder()
         for (index, sample) in samples.enumerated() where !sample.frames.isEmpty {
             builder.add(sample, index: index)
@@ -50,7 +51,7 @@ public struct CallTree: Sendable, Equatable {
 
     /// The blamed path, root→leaf: from the top, always follow the child with the most samples;
     /// on a tie, the child seen in the most recent sample. Empty when there are no samples.
-    public func heaviestPath() -> [WeightedFrame] {
+    package func heaviestPath() -> [WeightedFrame] {
         var path: [WeightedFrame] = []
         var level = roots
         // Children are already sorted heaviest-then-newest, so the first is the pick.

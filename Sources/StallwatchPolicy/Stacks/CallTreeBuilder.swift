@@ -1,3 +1,4 @@
+import StallwatchReport
 extension CallTree {
     /// Mutable flat storage used while aggregating; nodes refer to children by index so that
     /// insertion is O(depth) without copying nested arrays.

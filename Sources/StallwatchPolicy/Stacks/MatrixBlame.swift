@@ -1,8 +1,9 @@
+import StallwatchReport
 /// matrix's blame rule, kept only so tests can show where the call tree does better: take the
 /// newest sample that ends the longest run of consecutive samples with the same top frame.
-public enum MatrixBlame {
+package enum MatrixBlame {
     /// The sample matrix would blame, or `nil` for no samples. Samples are oldest first.
-    public static func pick(_ samples: [StackSample]) -> StackSample? {
+    package static func pick(_ samples: [StackSample]) -> StackSample? {
         var best: (index: Int, run: Int)?
         var run = 0
         for index in samples.indices {

@@ -1,13 +1,14 @@
+import StallwatchReport
 /// One captured stack of the watched thread.
-public struct StackSample: Hashable, Sendable, Codable {
+package struct StackSample: Hashable, Sendable, Codable {
     /// Frames leaf first: `frames[0]` is the innermost function, `frames.last` the root.
-    public var frames: [FrameKey]
+    package var frames: [FrameKey]
 
     /// Creates a sample from leaf-first frames.
-    public init(frames: [FrameKey]) {
+    package init(frames: [FrameKey]) {
         self.frames = frames
     }
 
     /// The innermost frame, if any.
-    public var leaf: FrameKey? { frames.first }
+    package var leaf: FrameKey? { frames.first }
 }

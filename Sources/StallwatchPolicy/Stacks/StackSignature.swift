@@ -1,26 +1,27 @@
+import StallwatchReport
 /// The ordered function keys of a blamed path (root→leaf): two stalls with equal signatures are
 /// "the same stack" for annealing, whatever the exact PCs were.
-public struct StackSignature: Hashable, Sendable, Codable {
+package struct StackSignature: Hashable, Sendable, Codable {
     /// Function keys, root first.
-    public var frames: [FrameKey]
+    package var frames: [FrameKey]
 
     /// A signature from root-first function keys.
-    public init(rootFirst frames: [FrameKey]) {
+    package init(rootFirst frames: [FrameKey]) {
         self.frames = frames
     }
 
     /// The signature of a call tree's heaviest path.
-    public init(heaviestPathOf tree: CallTree) {
+    package init(heaviestPathOf tree: CallTree) {
         self.frames = tree.heaviestPath().map(\.frame)
     }
 
     /// A signature of one sample (leaf-first frames, as captured).
-    public init(sample: StackSample) {
+    package init(sample: StackSample) {
         self.frames = sample.frames.reversed()
     }
 
     /// Number of frames in the blamed path.
-    public var depth: Int { frames.count }
+    package var depth: Int { frames.count }
 }
 
 extension StackSignature {
@@ -29,7 +30,7 @@ extension StackSignature {
     /// function's samples spread over the helpers it calls (an iterator's `next`, a clock read),
     /// so the leaf of the heaviest path hops from round to round while the stall stays the same;
     /// a different function doing the work is still a different signature.
-    public init(dominantPathOf tree: CallTree) {
+    package init(dominantPathOf tree: CallTree) {
         let total = tree.sampleCount
         let path = tree.heaviestPath()
         let kept = path.prefix { $0.count * 2 > total }
@@ -41,7 +42,7 @@ extension StackSignature {
     /// Whether two dominant paths describe the same stall: one is a prefix of the other (root
     /// first). When a callee's share of the samples hovers around half, the dominant path gains
     /// and loses that callee from round to round; the stall is the same.
-    public func isSameStall(as other: StackSignature) -> Bool {
+    package func isSameStall(as other: StackSignature) -> Bool {
         let (short, long) = frames.count <= other.frames.count ? (frames, other.frames) : (other.frames, frames)
         return !short.isEmpty && long.starts(with: short)
     }
