@@ -27,6 +27,7 @@ grep -q "file://$work/stallwatch" "$app/Package.swift" || { echo "consumer: the 
 grep -v 'ExampleTracer' Examples/HummingbirdServer/Sources/HummingbirdServer/main.swift > "$app/Sources/MyService/main.swift"
 cp Examples/HummingbirdServer/Sources/HummingbirdServer/IngestLoop.swift \
    Examples/HummingbirdServer/Sources/HummingbirdServer/StallAttributionMiddleware.swift \
+   Examples/HummingbirdServer/Sources/HummingbirdServer/StallEvents.swift \
    Tests/Consumer/Routes.swift "$app/Sources/MyService/"
 echo "consumer: building a fresh package that depends on Stallwatch by git URL"
 swift build --package-path "$app"

@@ -24,7 +24,7 @@ package enum ServiceFrames {
         "MultipartKit", "WebSocketKit", "ServiceLifecycle", "UnixSignals", "Logging", "Metrics",
         "CoreMetrics", "Tracing", "Instrumentation", "ServiceContextModule", "AsyncHTTPClient",
         "AsyncAlgorithms", "Atomics", "HTTPTypes", "Crypto", "_CryptoExtras", "X509", "DequeModule",
-        "Stallwatch", "StallwatchNIO", "StallwatchPolicy",
+        "Stallwatch", "StallwatchNIO", "StallwatchPolicy", "StallwatchReport", "StallwatchExport",
         // SwiftNIO's modules by name: a service's own module may well be called `NIOServer`.
         "NIO", "NIOCore", "NIOPosix", "NIOEmbedded", "NIOConcurrencyHelpers", "NIOFoundationCompat",
         "NIOHTTP1", "NIOHTTP2", "NIOHPACK", "NIOWebSocket", "NIOTLS", "NIOSSL", "NIOExtras",

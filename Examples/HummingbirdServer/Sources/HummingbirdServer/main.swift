@@ -54,6 +54,7 @@ let app = Application(
 // A loop of the service's own, watched by heartbeats; it runs in a task beside the services.
 let (jobs, submit) = AsyncStream.makeStream(of: (@Sendable () -> Void).self)
 let ingest = Task { await runIngestLoop(jobs, watchdog: watchdog) }
+let stallEvents = Task { await followStallEvents(of: watchdog) }   // StallEvents.swift
 
 let services = ServiceGroup(configuration: .init(
     services: [app, watchdog],
@@ -62,4 +63,5 @@ let services = ServiceGroup(configuration: .init(
 try await services.run()   // until SIGTERM/SIGINT: then the watchdog stops and flushes its reports
 submit.finish()
 await ingest.value
+stallEvents.cancel()
 try await group.shutdownGracefully()
