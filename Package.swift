@@ -7,7 +7,7 @@ let package = Package(
     name: "Stallwatch",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "Stallwatch", targets: ["Stallwatch"]),
+        .library(name: "Stallwatch", targets: ["Stallwatch", "StallwatchReport"]),
         // SwiftNIO wiring, a product of its own: services without NIO never build NIO for it.
         .library(name: "StallwatchNIO", targets: ["StallwatchNIO"]),
         .executable(name: "bench", targets: ["bench"]),

@@ -41,4 +41,8 @@ if [ "$#" -eq 0 ]; then
   timeout 300 python3 Tests/EndToEnd/prometheus.py Examples/HummingbirdServer/.build/debug/HummingbirdServer README.md
   # A fresh package depending on this commit by git URL, with the README's wiring pasted.
   scripts/consumer-check.sh
+  # The public surface, counted and printed; the package-only modules must declare nothing public.
+  python3 scripts/public-api.py
+  # No unannounced source break of the library products against the last release (api/baseline).
+  scripts/api-breaks.sh
 fi

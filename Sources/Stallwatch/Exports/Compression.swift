@@ -1,27 +1,27 @@
 import CCompression
 
 /// gzip and xz through the system's zlib and liblzma (`Sources/CCompression`).
-public enum Compression {
+package enum Compression {
     /// Why compressing or decompressing failed.
-    public struct Failure: Error, Equatable, CustomStringConvertible {
+    package struct Failure: Error, Equatable, CustomStringConvertible {
         /// What failed, in words.
-        public var description: String
+        package var description: String
     }
 
     /// `bytes` as one gzip member.
-    public static func gzip(_ bytes: [UInt8]) throws(Failure) -> [UInt8] {
+    package static func gzip(_ bytes: [UInt8]) throws(Failure) -> [UInt8] {
         try call("gzip") { out, count in bytes.withUnsafeBufferPointer { sw_gzip($0.baseAddress, $0.count, out, count) } }
     }
 
     /// Inflates a gzip or zlib stream of at most `limit` bytes once inflated.
-    public static func inflate(_ bytes: [UInt8], limit: Int) throws(Failure) -> [UInt8] {
+    package static func inflate(_ bytes: [UInt8], limit: Int) throws(Failure) -> [UInt8] {
         try call("inflate") { out, count in
             bytes.withUnsafeBufferPointer { sw_inflate($0.baseAddress, $0.count, max(limit, 0), out, count) }
         }
     }
 
     /// Decompresses an .xz stream of at most `limit` bytes once decompressed.
-    public static func xzDecompress(_ bytes: UnsafeRawBufferPointer, limit: Int) throws(Failure) -> [UInt8] {
+    package static func xzDecompress(_ bytes: UnsafeRawBufferPointer, limit: Int) throws(Failure) -> [UInt8] {
         try call("xz") { out, count in
             sw_xz_decompress(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count, max(limit, 0), out, count)
         }

@@ -4,9 +4,9 @@ import StallwatchExport
 
 /// A pprof file (gzipped `profile.proto`) of stall reports' samples, as `go tool pprof`,
 /// Pyroscope and Parca read it.
-public enum PprofFile {
+package enum PprofFile {
     /// The file's bytes for `reports` (see `StallwatchExport.PprofEncoder` for what it holds).
-    public static func bytes(of reports: [StallReport]) throws(Compression.Failure) -> [UInt8] {
+    package static func bytes(of reports: [StallReport]) throws(Compression.Failure) -> [UInt8] {
         try Compression.gzip(PprofEncoder.encode(StallProfile(reports: reports)))
     }
 }

@@ -3,37 +3,37 @@ import CSampler
 /// The stack of one thread at one moment: raw return addresses, innermost first.
 ///
 /// Addresses are kept raw so a stack can be symbolized later, elsewhere (see ``Symbolizer``).
-public struct CapturedStack: Sendable, Hashable, Codable {
+package struct CapturedStack: Sendable, Hashable, Codable {
     /// The thread the stack belongs to.
-    public var thread: ThreadID
+    package var thread: ThreadID
     /// `frames[0]` is the interrupted program counter; the rest are return addresses, outermost last.
-    public var frames: [UInt]
+    package var frames: [UInt]
     /// The unwinder that produced the frames.
-    public var unwinder: Unwinder
+    package var unwinder: Unwinder
     /// `true` when the walk stopped before the thread's first frame; ``walkEnd`` says why.
-    public var truncated: Bool
+    package var truncated: Bool
     /// Why the walk ended; `nil` for a stack decoded from an older encoding.
-    public var walkEnd: StackEnd?
+    package var walkEnd: StackEnd?
     /// Frames found through unwind tables (`.eh_frame`: code built without frame pointers, and the
     /// interrupted frame itself) rather than frame records.
-    public var tableFrames: Int = 0
+    package var tableFrames: Int = 0
     /// `false` when the thread's stack bounds were unknown, so only the program counter was taken.
-    public var stackBoundsKnown: Bool
+    package var stackBoundsKnown: Bool
     /// The interrupted stack pointer.
-    public var stackPointer: UInt
+    package var stackPointer: UInt
     /// Time the signal handler spent capturing (zero when no signal was used).
-    public var handlerTime: Duration
+    package var handlerTime: Duration
     /// From sending the request to seeing the answer (zero when no signal was used).
-    public var latency: Duration
+    package var latency: Duration
     /// Whether `frames[1]` (the leaf's caller) was recovered from the words above the stack
     /// pointer rather than read from a frame record: a well-checked guess, but a guess.
-    public var leafCallerRecovered: Bool = false
+    package var leafCallerRecovered: Bool = false
     /// The request the interrupted code served (``StallAttribution``'s tag, read by the signal
     /// handler from the thread's current task); `nil` when none or when no handler ran.
     var requestTag: UInt64?
 
     /// Creates a stack value (mostly for tests and decoding).
-    public init(thread: ThreadID, frames: [UInt], unwinder: Unwinder, truncated: Bool = false,
+    package init(thread: ThreadID, frames: [UInt], unwinder: Unwinder, truncated: Bool = false,
                 stackBoundsKnown: Bool = true, stackPointer: UInt = 0,
                 handlerTime: Duration = .zero, latency: Duration = .zero) {
         self.thread = thread
@@ -76,7 +76,7 @@ public struct CapturedStack: Sendable, Hashable, Codable {
 
     /// `true` when the walk is known to have reached the thread's first frame. A stack whose walk
     /// failed is never taken for a short, meaningless one.
-    public var isWhole: Bool { walkEnd?.isWhole ?? !truncated }
+    package var isWhole: Bool { walkEnd?.isWhole ?? !truncated }
 
     /// The frames that identify a stall: without the leaf PC and without a recovered leaf caller.
     /// Where a CPU-bound loop's PC lands (in the loop, or in a frameless helper it calls, whose

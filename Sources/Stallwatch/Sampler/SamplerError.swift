@@ -18,7 +18,7 @@ public enum SamplerError: Error, Equatable, Sendable, CustomStringConvertible {
     case busy
     /// A thread cannot interrupt itself with the sampling signal.
     case cannotSampleCallingThread
-    /// The thread is not blocked in a system call (for ``StackSampler/captureBlockedStack(of:)``).
+    /// The thread is not blocked in a system call (for a capture of a blocked thread).
     case notBlocked(ThreadID)
     /// A configuration or argument value makes no sense.
     case invalidArgument(String)

@@ -9,9 +9,9 @@ import Synchronization
 /// CPU-time timers fire only while the thread runs: a thread blocked in a system call is never
 /// interrupted (no EINTR), and a thread that does not run costs nothing. The kernel caps such timers
 /// at its tick rate (250 Hz on Debian). Stop the ring (or let it go) to delete the timer.
-public final class SamplingRing: Sendable {
+package final class SamplingRing: Sendable {
     /// The pace of a ring.
-    public enum Clock: Sendable, Equatable {
+    package enum Clock: Sendable, Equatable {
         /// The sampled thread's CPU time (the default): no EINTR, nothing while it does not run.
         case threadCPU
         /// Wall time: also fires while the thread sleeps or waits, interrupting its system calls.
@@ -19,11 +19,11 @@ public final class SamplingRing: Sendable {
     }
 
     /// The sampled thread.
-    public let thread: ThreadID
+    package let thread: ThreadID
     /// Time between samples, on `clock`.
-    public let interval: Duration
+    package let interval: Duration
     /// Most samples kept before the oldest are overwritten.
-    public let capacity: Int
+    package let capacity: Int
     private let ring: Int32
     /// The C ring's index (for tests that drive the C layer directly).
     var index: Int32 { ring }
@@ -31,7 +31,7 @@ public final class SamplingRing: Sendable {
 
     /// Starts sampling `thread` every `interval`. The sampler's handler must be installed: pass the
     /// ``StackSampler`` you created.
-    public init(sampler: StackSampler, thread: ThreadID, interval: Duration = .milliseconds(50),
+    package init(sampler: StackSampler, thread: ThreadID, interval: Duration = .milliseconds(50),
                 clock: Clock = .threadCPU, capacity: Int = 20, maxFrames: Int? = nil) throws(SamplerError) {
         guard interval > .zero else { throw .invalidArgument("interval must be positive, got \(interval)") }
         guard (1...Int(SW_RING_MAX_CAPACITY)).contains(capacity) else {
@@ -57,13 +57,13 @@ public final class SamplingRing: Sendable {
     deinit { stop() }
 
     /// Samples taken since the start (including any not drained or lost).
-    public var taken: UInt64 { sw_ring_taken(ring) }
+    package var taken: UInt64 { sw_ring_taken(ring) }
 
     /// Samples overwritten before they were drained, so far.
-    public var lost: Int { state.withLock { $0.lost } }
+    package var lost: Int { state.withLock { $0.lost } }
 
     /// Takes the samples recorded since the last drain, oldest first.
-    public func drain() -> [CapturedStack] {
+    package func drain() -> [CapturedStack] {
         state.withLock { st -> [CapturedStack] in
             let max = capacity
             let buf = UnsafeMutablePointer<sw_stack_t>.allocate(capacity: max)
@@ -80,7 +80,7 @@ public final class SamplingRing: Sendable {
     /// Samples every `interval` of the clock from now on (the watchdog stretches it to stay inside
     /// its CPU budget when many loops are sampled at once).
     /// - Throws: ``SamplerError`` when the ring is stopped or the interval is not positive.
-    public func setInterval(_ interval: Duration) throws(SamplerError) {
+    package func setInterval(_ interval: Duration) throws(SamplerError) {
         let rc = sw_ring_set_interval(ring, interval.clampedNanoseconds)
         guard rc == 0 else {
             throw SamplerError.from(code: rc, thread: thread, signal: 0, timeout: .zero, operation: "changing a sampling ring's interval")
@@ -88,7 +88,7 @@ public final class SamplingRing: Sendable {
     }
 
     /// Deletes the timer. Idempotent. Samples already in the ring can still be drained.
-    public func stop() {
+    package func stop() {
         let stopNow = state.withLock { st -> Bool in
             defer { st.stopped = true }
             return !st.stopped

@@ -3,7 +3,7 @@ import CSampler
 /// Who handles the sampling signal right now. Another library or the application can call
 /// `sigaction` after the sampler was installed; from then on our requests and timer ticks go to
 /// its handler (or, if it reset the signal to its default action, would kill the process).
-public enum SignalOwnership: Sendable, Equatable {
+package enum SignalOwnership: Sendable, Equatable {
     /// The sampler was never installed.
     case notInstalled
     /// Our handler: sampling running threads works.
@@ -26,7 +26,7 @@ public enum SignalOwnership: Sendable, Equatable {
     }
 
     /// Words for a log line or an error event.
-    public var description: String {
+    package var description: String {
         switch self {
         case .notInstalled: "the sampling handler is not installed"
         case .ours: "the sampling handler is installed"
@@ -39,13 +39,13 @@ public enum SignalOwnership: Sendable, Equatable {
 
 extension StackSampler {
     /// Who handles the sampling signal now (one `sigaction` call, about a microsecond).
-    public var signalOwnership: SignalOwnership {
+    package var signalOwnership: SignalOwnership {
         SignalOwnership(code: sw_sampler_handler_state())
     }
 
     /// Installs the sampling handler again after another one replaced it; signals that are not
     /// ours are passed on to that handler.
-    public func reclaimSignal() throws(SamplerError) {
+    package func reclaimSignal() throws(SamplerError) {
         let rc = sw_sampler_reclaim()
         guard rc == 0 else {
             throw SamplerError.from(code: rc, thread: .current, signal: configuration.signal,

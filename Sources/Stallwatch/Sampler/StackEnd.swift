@@ -4,40 +4,40 @@ import CSampler
 ///
 /// A struct with static members rather than an enum, so that a new reason is not a source break
 /// for a `switch` in a user's code: compare with `==`, or read ``name``.
-public struct StackEnd: Hashable, Sendable, Codable, CustomStringConvertible {
+package struct StackEnd: Hashable, Sendable, Codable, CustomStringConvertible {
     /// A short stable name, as it appears in reports and metrics (`root`, `frameLimit`, …).
-    public let name: String
+    package let name: String
 
     /// Creates a value from its name (for decoding and tests).
-    public init(name: String) {
+    package init(name: String) {
         self.name = name
     }
 
     /// Walked to the thread's first frame: nothing is missing.
-    public static let root = StackEnd(name: "root")
+    package static let root = StackEnd(name: "root")
     /// Stopped at the frame limit (`maxFrames`): the outermost frames are missing.
-    public static let frameLimit = StackEnd(name: "frameLimit")
+    package static let frameLimit = StackEnd(name: "frameLimit")
     /// A frame record or an unwind-table row led to no valid frame (a register in other use, a
     /// corrupt stack): the frames beyond it are missing.
-    public static let badLink = StackEnd(name: "badLink")
+    package static let badLink = StackEnd(name: "badLink")
     /// Code with neither a frame record nor an unwind-table entry (generated code, a stripped
     /// object): the frames beyond it are missing.
-    public static let noUnwindInfo = StackEnd(name: "noUnwindInfo")
+    package static let noUnwindInfo = StackEnd(name: "noUnwindInfo")
     /// The next frame lay outside the readable stack (or the copy taken of it).
-    public static let unreadable = StackEnd(name: "unreadable")
+    package static let unreadable = StackEnd(name: "unreadable")
     /// The thread's stack was not known: only the program counter was taken.
-    public static let stackUnknown = StackEnd(name: "stackUnknown")
+    package static let stackUnknown = StackEnd(name: "stackUnknown")
     /// The unwind ran out of time.
-    public static let timedOut = StackEnd(name: "timedOut")
+    package static let timedOut = StackEnd(name: "timedOut")
     /// More frames needed unwind tables than the signal handler may spend time on.
-    public static let budget = StackEnd(name: "budget")
+    package static let budget = StackEnd(name: "budget")
     /// No walk was made (the bare program counter was asked for).
-    public static let notWalked = StackEnd(name: "notWalked")
+    package static let notWalked = StackEnd(name: "notWalked")
 
     /// `true` only for ``root``: every other end leaves frames out.
-    public var isWhole: Bool { self == .root }
+    package var isWhole: Bool { self == .root }
 
-    public var description: String { name }
+    package var description: String { name }
 
     init(c: UInt8) {
         switch Int(c) {

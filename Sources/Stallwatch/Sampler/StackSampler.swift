@@ -12,34 +12,34 @@ import Glibc
 /// let stack = try sampler.captureStack(of: workerThread)
 /// print(Symbolizer.shared.describe(stack))
 /// ```
-public final class StackSampler: Sendable {
+package final class StackSampler: Sendable {
     /// How a sampler captures.
-    public struct Configuration: Sendable, Equatable {
+    package struct Configuration: Sendable, Equatable {
         /// The signal that carries requests. SIGPROF (the default) is the one signal that reaches
         /// libdispatch worker threads (the Swift concurrency pool, the main-queue drainer).
-        public var signal: Int32 = SIGPROF
+        package var signal: Int32 = SIGPROF
         /// Chain to a handler already installed for `signal` (for signals that are not ours) instead
         /// of refusing to start. Existing handlers are never silently replaced.
-        public var chainExistingHandler: Bool = true
+        package var chainExistingHandler: Bool = true
         /// The default unwinder.
-        public var unwinder: Unwinder = .framePointer
+        package var unwinder: Unwinder = .framePointer
         /// Most frames per stack (1...256).
-        public var maxFrames: Int = 128
+        package var maxFrames: Int = 128
         /// How long a capture waits for the thread to answer.
-        public var timeout: Duration = .milliseconds(100)
+        package var timeout: Duration = .milliseconds(100)
         /// How long a thread held still by ``StackSampler/snapshot(of:unwinder:whileHeld:)`` waits to be
         /// released before it resumes on its own.
-        public var holdLimit: Duration = .milliseconds(250)
+        package var holdLimit: Duration = .milliseconds(250)
         /// When `false` (the default), a thread blocked in a system call is not signalled: a signal
         /// would make `nanosleep`, `epoll_wait`, `poll`... return early with EINTR. Its stack is
         /// recovered from the kernel's SP/PC instead (``Unwinder/syscallScan``).
-        public var signalThreadsInSystemCalls: Bool = false
+        package var signalThreadsInSystemCalls: Bool = false
 
         /// The defaults: SIGPROF, chaining, frame pointers, 128 frames, 100 ms timeout.
-        public init() {}
+        package init() {}
 
         /// Throws when a value makes no sense.
-        public func validate() throws(SamplerError) {
+        package func validate() throws(SamplerError) {
             guard signal > 0 && signal < 65 else { throw .invalidArgument("signal \(signal) is not a signal number") }
             guard (1...Int(SW_MAX_FRAMES)).contains(maxFrames) else {
                 throw .invalidArgument("maxFrames must be in 1...\(SW_MAX_FRAMES), got \(maxFrames)")
@@ -53,10 +53,10 @@ public final class StackSampler: Sendable {
     }
 
     /// The configuration this sampler was created with.
-    public let configuration: Configuration
+    package let configuration: Configuration
 
     /// Installs the handler (or reuses the one installed by an earlier sampler with the same signal).
-    public init(configuration: Configuration = Configuration()) throws(SamplerError) {
+    package init(configuration: Configuration = Configuration()) throws(SamplerError) {
         try configuration.validate()
         let rc = sw_sampler_install(configuration.signal, configuration.chainExistingHandler ? 1 : 0)
         switch rc {
@@ -79,7 +79,7 @@ public final class StackSampler: Sendable {
     /// signal and walked with `unwinder` (default: the configuration's). A running thread that
     /// blocks the signal is sampled by the kernel instead (``perfCapture(_:timeout:)``); only where
     /// that is refused too does ``SamplerError/signalBlocked(_:signal:)`` come back.
-    public func captureStack(of thread: ThreadID, unwinder: Unwinder? = nil,
+    package func captureStack(of thread: ThreadID, unwinder: Unwinder? = nil,
                              timeout: Duration? = nil) throws(SamplerError) -> CapturedStack {
         if !configuration.signalThreadsInSystemCalls {
             if let stack = try blockedStackIfBlocked(thread) { return stack }
@@ -95,7 +95,7 @@ public final class StackSampler: Sendable {
     }
 
     /// Captures the stack of `thread` with the signal, whatever it is doing.
-    public func signalCapture(_ thread: ThreadID, unwinder: Unwinder,
+    package func signalCapture(_ thread: ThreadID, unwinder: Unwinder,
                               timeout: Duration) throws(SamplerError) -> CapturedStack {
         guard unwinder != .syscallScan else { return try captureBlockedStack(of: thread) }
         guard timeout > .zero else { throw .invalidArgument("timeout must be positive, got \(timeout)") }
@@ -118,7 +118,7 @@ public final class StackSampler: Sendable {
     /// ``signalCapture(_:unwinder:timeout:)`` cannot reach. A thread that does not run within
     /// `timeout` gives ``SamplerError/timedOut(_:after:)``; a kernel that refuses perf events
     /// (`perf_event_paranoid` above 2, a container's seccomp profile) gives its error.
-    public func perfCapture(_ thread: ThreadID, timeout: Duration = .milliseconds(20)) throws(SamplerError) -> CapturedStack {
+    package func perfCapture(_ thread: ThreadID, timeout: Duration = .milliseconds(20)) throws(SamplerError) -> CapturedStack {
         guard timeout > .zero else { throw .invalidArgument("timeout must be positive, got \(timeout)") }
         let timeoutNs = timeout.clampedNanoseconds
         let result: Result<CapturedStack, SamplerError> = withUnsafeTemporaryAllocation(of: sw_stack_t.self, capacity: 1) { buf in
@@ -135,7 +135,7 @@ public final class StackSampler: Sendable {
 
     /// Recovers the stack of a thread blocked in a system call without signalling it.
     /// Throws ``SamplerError/notBlocked(_:)`` when the thread is running or runnable.
-    public func captureBlockedStack(of thread: ThreadID) throws(SamplerError) -> CapturedStack {
+    package func captureBlockedStack(of thread: ThreadID) throws(SamplerError) -> CapturedStack {
         guard let stack = try blockedStackIfBlocked(thread) else { throw .notBlocked(thread) }
         return stack
     }
@@ -171,7 +171,7 @@ public final class StackSampler: Sendable {
     /// `whileHeld` must be short and must not allocate or take locks the held threads may hold
     /// (malloc's among them): the threads resume on their own after ``Configuration/holdLimit``.
     /// Nothing is symbolized while threads are held.
-    public func snapshot(of threads: [ThreadID], unwinder: Unwinder? = nil,
+    package func snapshot(of threads: [ThreadID], unwinder: Unwinder? = nil,
                          whileHeld: () -> Void = {}) throws(SamplerError) -> Snapshot {
         let unwinder = unwinder ?? configuration.unwinder
         guard unwinder != .syscallScan else { throw .invalidArgument("a snapshot signals threads; use framePointer or libunwind") }
@@ -227,12 +227,12 @@ public final class StackSampler: Sendable {
 
     /// Re-reads the memory map the handler uses to bound stack walks. Captures do this by themselves
     /// when they meet a new thread; call it after loading or unloading many libraries.
-    public func refreshMemoryMap() {
+    package func refreshMemoryMap() {
         _ = sw_maps_refresh()
     }
 
     /// Counters of the process-wide handler.
-    public static var statistics: sw_sampler_stats_t {
+    package static var statistics: sw_sampler_stats_t {
         var s = sw_sampler_stats_t()
         sw_sampler_stats(&s)
         return s

@@ -1,7 +1,7 @@
 import CSampler
 
 /// How a stack was (or is to be) walked.
-public enum Unwinder: String, Sendable, Codable, CaseIterable, CustomStringConvertible {
+package enum Unwinder: String, Sendable, Codable, CaseIterable, CustomStringConvertible {
     /// Frame-pointer walk inside the signal handler, every link checked against the thread's stack
     /// bounds. About a nanosecond a frame; complete through Swift code and the Swift runtime, stops at
     /// the first function built without frame pointers (glibc, ld.so).
@@ -14,7 +14,7 @@ public enum Unwinder: String, Sendable, Codable, CaseIterable, CustomStringConve
     /// counter the kernel reports for a thread blocked in a system call.
     case syscallScan
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     init?(c: UInt8) {
         switch Int(c) {

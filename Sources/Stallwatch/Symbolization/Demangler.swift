@@ -1,7 +1,7 @@
 import Glibc
 
 /// Swift and C++ demangling through the runtimes already loaded in the process.
-public enum Demangler {
+package enum Demangler {
     private typealias SwiftDemangle = @convention(c) (
         UnsafePointer<CChar>?, Int, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?, UInt32
     ) -> UnsafeMutablePointer<CChar>?
@@ -20,7 +20,7 @@ public enum Demangler {
     }()
 
     /// The demangled form of `name`, or `name` itself when it is not a Swift or C++ mangled name.
-    public static func demangle(_ name: String) -> String {
+    package static func demangle(_ name: String) -> String {
         if name.hasPrefix("$s") || name.hasPrefix("_$s") || name.hasPrefix("$S") || name.hasPrefix("_T0") {
             if let f = swiftDemangle, let out = name.withCString({ f($0, strlen($0), nil, nil, 0) }) {
                 defer { free(out) }

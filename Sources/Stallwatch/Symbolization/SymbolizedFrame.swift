@@ -1,24 +1,24 @@
 /// One return address, resolved to a module and (when the module exports it) a function.
-public struct SymbolizedFrame: Sendable, Hashable, Codable {
+package struct SymbolizedFrame: Sendable, Hashable, Codable {
     /// The raw address.
-    public var address: UInt
+    package var address: UInt
     /// Path of the module (executable or shared library) holding the address, if any.
-    public var module: String?
+    package var module: String?
     /// `address` minus the module's load base: stable across runs, for symbolizing later.
-    public var moduleOffset: UInt?
+    package var moduleOffset: UInt?
     /// The module's GNU build id (hex), to find the exact binary when symbolizing later.
-    public var buildID: String?
+    package var buildID: String?
     /// The demangled function name, when the module's dynamic symbol table has it.
-    public var symbol: String?
+    package var symbol: String?
     /// The raw (mangled) symbol name.
-    public var mangledSymbol: String?
+    package var mangledSymbol: String?
     /// Start address of the function: the identity used to compare stacks "by function".
-    public var functionAddress: UInt?
+    package var functionAddress: UInt?
     /// `address` minus the function's start.
-    public var symbolOffset: UInt?
+    package var symbolOffset: UInt?
 
     /// A one-line rendering: `symbol + 0x12 (module + 0x3456)` or the raw address.
-    public var formatted: String {
+    package var formatted: String {
         let mod = module.map { ($0.split(separator: "/").last.map(String.init) ?? $0) } ?? "?"
         let modPart = moduleOffset.map { " (\(mod) + 0x\(String($0, radix: 16)))" } ?? ""
         if let symbol {

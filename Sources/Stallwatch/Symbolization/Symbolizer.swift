@@ -9,9 +9,9 @@ import Synchronization
 /// (`ModuleSymbols`); it demangles
 /// Swift names through the runtime's `swift_demangle` and C++ names through `__cxa_demangle`.
 /// Results are cached per address. Never call it from a signal handler or while threads are held.
-public final class Symbolizer: Sendable {
+package final class Symbolizer: Sendable {
     /// A process-wide instance with a shared cache.
-    public static let shared = Symbolizer()
+    package static let shared = Symbolizer()
 
     private let cache = Mutex<[UInt: SymbolizedFrame]>([:])
     private let tables = Mutex<[String: ModuleSymbols]>([:])
@@ -23,7 +23,7 @@ public final class Symbolizer: Sendable {
     private let retryAfter: Duration
 
     /// Creates a symbolizer with an empty cache.
-    public init() {
+    package init() {
         retryAfter = .seconds(5)
     }
 
@@ -33,7 +33,7 @@ public final class Symbolizer: Sendable {
     }
 
     /// Resolves one address.
-    public func symbolize(_ address: UInt) -> SymbolizedFrame {
+    package func symbolize(_ address: UInt) -> SymbolizedFrame {
         if let hit = cache.withLock({ $0[address] }) { return hit }
         let (frame, complete) = resolve(address)
         // A frame named without its module's table (it could not be read just now) is not kept:
@@ -48,7 +48,7 @@ public final class Symbolizer: Sendable {
 
     /// Resolves every frame of a stack. Return addresses (all frames but the first) are looked up at
     /// `address - 1`, inside the call instruction, so a call that ends a function still resolves to it.
-    public func symbolize(_ stack: CapturedStack) -> [SymbolizedFrame] {
+    package func symbolize(_ stack: CapturedStack) -> [SymbolizedFrame] {
         stack.frames.enumerated().map { i, a in
             if i == 0 || a == 0 { return symbolize(a) }
             var f = symbolize(a - 1)
@@ -73,7 +73,7 @@ public final class Symbolizer: Sendable {
     var loadedModules: [String] { tables.withLock { Array($0.keys) } }
 
     /// A multi-line rendering of a stack, innermost first.
-    public func describe(_ stack: CapturedStack) -> String {
+    package func describe(_ stack: CapturedStack) -> String {
         symbolize(stack).enumerated().map { i, f in "#\(i) \(f.formatted)" }.joined(separator: "\n")
     }
 

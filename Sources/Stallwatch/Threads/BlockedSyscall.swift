@@ -1,19 +1,19 @@
 /// A system call a thread is blocked in, with its raw arguments and the user-space registers
 /// that let its stack be recovered without signalling it.
-public struct BlockedSyscall: Hashable, Sendable, Codable {
+package struct BlockedSyscall: Hashable, Sendable, Codable {
     /// The architecture's system call number.
-    public let number: Int
+    package let number: Int
     /// A readable name (`"futex"`, `"epoll_wait"`), or `"syscall_<n>"` for numbers not in the table.
-    public let name: String
+    package let name: String
     /// The six argument registers, as the kernel reports them (unused ones hold leftovers).
-    public let arguments: [UInt64]
+    package let arguments: [UInt64]
     /// User stack pointer at the system call.
-    public let stackPointer: UInt64
+    package let stackPointer: UInt64
     /// User program counter at the system call (just after the `syscall` instruction).
-    public let programCounter: UInt64
+    package let programCounter: UInt64
 
     /// Creates a description of a blocked call; the name is looked up from `number`.
-    public init(number: Int, arguments: [UInt64], stackPointer: UInt64, programCounter: UInt64) {
+    package init(number: Int, arguments: [UInt64], stackPointer: UInt64, programCounter: UInt64) {
         self.number = number
         self.name = Self.name(of: number)
         self.arguments = arguments
@@ -22,7 +22,7 @@ public struct BlockedSyscall: Hashable, Sendable, Codable {
     }
 
     /// The name of system call `number` on this architecture, or `"syscall_<n>"`.
-    public static func name(of number: Int) -> String {
+    package static func name(of number: Int) -> String {
         names[number] ?? "syscall_\(number)"
     }
 

@@ -8,7 +8,7 @@ import Musl
 
 /// What a file descriptor of this process refers to, from the `/proc/self/fd/<fd>` link.
 /// Used to say what a thread blocked in `read`/`epoll_wait`/`recvmsg` is waiting on.
-public enum FileDescriptorKind: Hashable, Sendable, Codable {
+package enum FileDescriptorKind: Hashable, Sendable, Codable {
     /// A socket, with its inode (matches the `inode` column of `/proc/net/tcp`, `ss -e`).
     case socket(inode: UInt64)
     /// One end of a pipe or FIFO created with `pipe()`.
@@ -27,7 +27,7 @@ public enum FileDescriptorKind: Hashable, Sendable, Codable {
     case closed
 
     /// Interprets the target of a `/proc/self/fd/<fd>` link.
-    public init(linkTarget: String) {
+    package init(linkTarget: String) {
         if linkTarget.hasPrefix("/") {
             self = .file(path: linkTarget)
         } else if linkTarget.hasPrefix("socket:["), linkTarget.hasSuffix("]"),
@@ -48,7 +48,7 @@ public enum FileDescriptorKind: Hashable, Sendable, Codable {
 
     /// Describes descriptor `fd` of this process. A descriptor that is not open is ``closed``.
     /// - Throws: ``ThreadError`` when `/proc/self/fd` cannot be read.
-    public static func describe(fd: Int32) throws(ThreadError) -> FileDescriptorKind {
+    package static func describe(fd: Int32) throws(ThreadError) -> FileDescriptorKind {
         // PATH_MAX: a longer link is truncated by the kernel's readlink anyway.
         var buffer = [CChar](repeating: 0, count: 4096)
         let length = buffer.withUnsafeMutableBufferPointer { sw_fd_describe(fd, $0.baseAddress, $0.count) }

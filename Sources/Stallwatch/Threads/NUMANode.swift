@@ -1,16 +1,16 @@
 /// One NUMA node: its CPUs and memory.
-public struct NUMANode: Hashable, Sendable, Codable {
+package struct NUMANode: Hashable, Sendable, Codable {
     /// The kernel's node id (ids can be sparse).
-    public let id: Int
+    package let id: Int
     /// The CPUs of this node, ascending.
-    public let cpus: [Int]
+    package let cpus: [Int]
     /// Memory attached to the node, in bytes (0 for a memoryless node).
-    public let memoryBytes: Int64
+    package let memoryBytes: Int64
     /// Free memory on the node, in bytes, when it was read.
-    public let freeBytes: Int64
+    package let freeBytes: Int64
 
     /// Creates a node description from its parts.
-    public init(id: Int, cpus: [Int], memoryBytes: Int64, freeBytes: Int64) {
+    package init(id: Int, cpus: [Int], memoryBytes: Int64, freeBytes: Int64) {
         self.id = id
         self.cpus = cpus
         self.memoryBytes = memoryBytes

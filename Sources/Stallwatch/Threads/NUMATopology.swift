@@ -2,20 +2,20 @@ import CSampler
 
 /// The machine's NUMA layout, through libnuma. Where NUMA is unavailable it is one node 0 that
 /// holds every configured CPU and all memory, so callers never special-case it.
-public struct NUMATopology: Hashable, Sendable, Codable {
+package struct NUMATopology: Hashable, Sendable, Codable {
     /// Whether libnuma reports NUMA support (`numa_available() >= 0`); false means the single-node fallback.
-    public let isAvailable: Bool
+    package let isAvailable: Bool
     /// The nodes, in id order.
-    public let nodes: [NUMANode]
+    package let nodes: [NUMANode]
 
     /// Creates a topology from its parts (for tests and decoded reports).
-    public init(isAvailable: Bool, nodes: [NUMANode]) {
+    package init(isAvailable: Bool, nodes: [NUMANode]) {
         self.isAvailable = isAvailable
         self.nodes = nodes
     }
 
     /// Reads the topology now. Free memory changes, so read it again when it matters.
-    public static func current() -> NUMATopology {
+    package static func current() -> NUMATopology {
         let available = sw_numa_init() == 1
         var nodes: [NUMANode] = []
         let count = Int(sw_numa_node_count())
@@ -36,7 +36,7 @@ public struct NUMATopology: Hashable, Sendable, Codable {
     }
 
     /// The node of `cpu`, or nil for a CPU number the machine does not have.
-    public static func node(ofCPU cpu: Int) -> Int? {
+    package static func node(ofCPU cpu: Int) -> Int? {
         sw_numa_init()
         guard let cpu = Int32(exactly: cpu) else { return nil }
         let node = sw_numa_node_of_cpu(cpu)
@@ -44,7 +44,7 @@ public struct NUMATopology: Hashable, Sendable, Codable {
     }
 
     /// The CPU the calling thread is running on at this instant, or nil if the kernel cannot say.
-    public static var currentCPU: Int? {
+    package static var currentCPU: Int? {
         let cpu = sw_current_cpu()
         return cpu >= 0 ? Int(cpu) : nil
     }

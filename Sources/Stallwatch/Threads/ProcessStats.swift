@@ -1,18 +1,18 @@
 import CSampler
 
 /// Process-wide facts reported with every stall.
-public struct ProcessStats: Hashable, Sendable, Codable {
+package struct ProcessStats: Hashable, Sendable, Codable {
     /// CPU time consumed by the process so far.
-    public let cpuTime: Duration
+    package let cpuTime: Duration
     /// Resident set size in bytes.
-    public let residentBytes: UInt64
+    package let residentBytes: UInt64
     /// Virtual memory size in bytes.
-    public let virtualBytes: UInt64
+    package let virtualBytes: UInt64
     /// Number of threads.
-    public let threadCount: Int
+    package let threadCount: Int
 
     /// Creates a record from its parts.
-    public init(cpuTime: Duration, residentBytes: UInt64, virtualBytes: UInt64, threadCount: Int) {
+    package init(cpuTime: Duration, residentBytes: UInt64, virtualBytes: UInt64, threadCount: Int) {
         self.cpuTime = cpuTime
         self.residentBytes = residentBytes
         self.virtualBytes = virtualBytes
@@ -21,7 +21,7 @@ public struct ProcessStats: Hashable, Sendable, Codable {
 
     /// Reads the current figures (CPU clock, `/proc/self/statm`, `/proc/self/task`).
     /// - Throws: ``ThreadError`` when one of the sources cannot be read.
-    public static func current() throws(ThreadError) -> ProcessStats {
+    package static func current() throws(ThreadError) -> ProcessStats {
         let cpu = try ProcessCPUClock().elapsed()
         var rss: UInt64 = 0
         var vm: UInt64 = 0

@@ -1,15 +1,15 @@
 /// A set of signals as the kernel's 64-bit mask (`SigBlk`, `SigIgn`, ...): bit n-1 is signal n.
-public struct SignalSet: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+package struct SignalSet: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     /// The mask; bit `n - 1` set means signal `n` is in the set.
-    public let rawValue: UInt64
+    package let rawValue: UInt64
 
     /// Wraps a kernel signal mask.
-    public init(rawValue: UInt64) {
+    package init(rawValue: UInt64) {
         self.rawValue = rawValue
     }
 
     /// A set holding exactly `signals` (values outside 1...64 are ignored).
-    public init(_ signals: some Sequence<Int32>) {
+    package init(_ signals: some Sequence<Int32>) {
         var mask: UInt64 = 0
         for signal in signals where (1...64).contains(signal) {
             mask |= 1 << UInt64(signal - 1)
@@ -18,18 +18,18 @@ public struct SignalSet: RawRepresentable, Hashable, Sendable, Codable, CustomSt
     }
 
     /// Whether `signal` (1...64) is in the set; false for any other number.
-    public func contains(_ signal: Int32) -> Bool {
+    package func contains(_ signal: Int32) -> Bool {
         guard (1...64).contains(signal) else { return false }
         return rawValue & (1 << UInt64(signal - 1)) != 0
     }
 
     /// The signal numbers in the set, ascending.
-    public var signals: [Int32] {
+    package var signals: [Int32] {
         (1...64).filter { contains($0) }
     }
 
     /// The mask in the 16-digit hex form `/proc/<pid>/status` uses.
-    public var description: String {
+    package var description: String {
         let hex = String(rawValue, radix: 16)
         return String(repeating: "0", count: max(0, 16 - hex.count)) + hex
     }

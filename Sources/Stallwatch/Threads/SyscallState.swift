@@ -1,7 +1,7 @@
 import CSampler
 
 /// What `/proc/self/task/<tid>/syscall` says a thread is doing in the kernel.
-public enum SyscallState: Hashable, Sendable, Codable {
+package enum SyscallState: Hashable, Sendable, Codable {
     /// The thread is on a CPU (or runnable); the kernel does not report registers for it.
     case running
     /// Blocked in the kernel but not inside a system call (for example on a page fault),
@@ -29,7 +29,7 @@ public enum SyscallState: Hashable, Sendable, Codable {
     }
 
     /// The system call the thread is blocked in, if any.
-    public var blockedSyscall: BlockedSyscall? {
+    package var blockedSyscall: BlockedSyscall? {
         if case .inSyscall(let call) = self { return call }
         return nil
     }

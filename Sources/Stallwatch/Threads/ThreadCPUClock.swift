@@ -5,28 +5,28 @@ import CSampler
 ///
 /// A stalled thread whose clock advances with wall time is CPU-bound; one whose clock stands still
 /// is waiting.
-public struct ThreadCPUClock: Hashable, Sendable {
+package struct ThreadCPUClock: Hashable, Sendable {
     /// The thread whose CPU time this clock reads.
-    public let thread: ThreadID
+    package let thread: ThreadID
 
     /// A clock for `thread`. Creating it does not check that the thread exists.
-    public init(_ thread: ThreadID) {
+    package init(_ thread: ThreadID) {
         self.thread = thread
     }
 
     /// The calling thread's clock.
-    public static var current: ThreadCPUClock {
+    package static var current: ThreadCPUClock {
         ThreadCPUClock(.current)
     }
 
     /// The whole process's CPU clock (all threads, including ones that have exited).
-    public static var process: ProcessCPUClock {
+    package static var process: ProcessCPUClock {
         ProcessCPUClock()
     }
 
     /// CPU time the thread has consumed since it started.
     /// - Throws: ``ThreadError/threadGone(_:)`` once the thread has exited.
-    public func elapsed() throws(ThreadError) -> Duration {
+    package func elapsed() throws(ThreadError) -> Duration {
         var ns: UInt64 = 0
         let rc = sw_thread_cpu_time_ns(thread.rawValue, &ns)
         guard rc == 0 else { throw ThreadError(code: rc, operation: "reading the CPU clock of thread \(thread)", thread: thread) }

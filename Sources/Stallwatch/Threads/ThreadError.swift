@@ -7,7 +7,7 @@ import Darwin
 #endif
 
 /// Why a thread fact could not be read.
-public enum ThreadError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum ThreadError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The thread exited (or was never a thread of this process).
     case threadGone(ThreadID)
     /// The kernel refused access; the associated text names what was being read.
@@ -16,7 +16,7 @@ public enum ThreadError: Error, Equatable, Sendable, CustomStringConvertible {
     case system(operation: String, errno: Int32)
 
     /// A sentence that says what happened.
-    public var description: String {
+    package var description: String {
         switch self {
         case .threadGone(let tid):
             return "thread \(tid) is gone (it exited, or is not a thread of this process)"

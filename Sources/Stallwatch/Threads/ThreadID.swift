@@ -3,7 +3,7 @@ import CSampler
 /// A kernel thread id (what `gettid()` returns) of a thread in this process.
 ///
 /// Thread ids are reused after a thread exits, so an id is only meaningful while its thread lives;
-/// every read through it can fail with ``ThreadError/threadGone(_:)``.
+/// every read through it can fail once the thread has exited.
 public struct ThreadID: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     /// The kernel's id for the thread.
     public let rawValue: Int32

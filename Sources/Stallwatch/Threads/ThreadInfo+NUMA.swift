@@ -1,6 +1,6 @@
 extension ThreadInfo {
     /// The NUMA node of the CPU the thread last ran on (nil if that CPU is unknown).
-    public var numaNode: Int? {
+    package var numaNode: Int? {
         NUMATopology.node(ofCPU: lastCPU)
     }
 }

@@ -11,30 +11,30 @@ import Musl
 ///
 /// The fields come from three files read one after another, so a thread that changes state in
 /// between can show, say, `sleeping` with a `running` syscall; callers that need agreement re-read.
-public struct ThreadInfo: Hashable, Sendable, Codable {
+package struct ThreadInfo: Hashable, Sendable, Codable {
     /// The thread.
-    public let tid: ThreadID
+    package let tid: ThreadID
     /// The thread's name (`comm`, at most 15 bytes, as set by `pthread_setname_np`).
-    public let name: String
+    package let name: String
     /// Scheduler state.
-    public let state: ThreadState
+    package let state: ThreadState
     /// The CPU the thread last ran on.
-    public let lastCPU: Int
+    package let lastCPU: Int
     /// CPU time spent in user mode, in clock ticks (`sysconf(_SC_CLK_TCK)` per second).
-    public let userTicks: UInt64
+    package let userTicks: UInt64
     /// CPU time spent in the kernel on the thread's behalf, in clock ticks.
-    public let systemTicks: UInt64
+    package let systemTicks: UInt64
     /// Page faults served without I/O.
-    public let minorFaults: UInt64
+    package let minorFaults: UInt64
     /// Page faults that needed I/O.
-    public let majorFaults: UInt64
+    package let majorFaults: UInt64
     /// Signals the thread blocks (`SigBlk`); a sampler signal in this set would never be delivered.
-    public let signalsBlocked: SignalSet
+    package let signalsBlocked: SignalSet
     /// What the thread is doing in the kernel.
-    public let syscall: SyscallState
+    package let syscall: SyscallState
 
     /// Creates a snapshot from its parts (for tests and decoded reports).
-    public init(
+    package init(
         tid: ThreadID, name: String, state: ThreadState, lastCPU: Int, userTicks: UInt64,
         systemTicks: UInt64, minorFaults: UInt64, majorFaults: UInt64, signalsBlocked: SignalSet,
         syscall: SyscallState
@@ -53,7 +53,7 @@ public struct ThreadInfo: Hashable, Sendable, Codable {
 
     /// Reads the facts of thread `tid` of this process.
     /// - Throws: ``ThreadError/threadGone(_:)`` when the thread has exited, or another ``ThreadError``.
-    public static func read(_ tid: ThreadID) throws(ThreadError) -> ThreadInfo {
+    package static func read(_ tid: ThreadID) throws(ThreadError) -> ThreadInfo {
         var stat = sw_thread_stat_t()
         var rc = sw_thread_stat(tid.rawValue, &stat)
         guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/stat", thread: tid) }
@@ -86,7 +86,7 @@ public struct ThreadInfo: Hashable, Sendable, Codable {
     /// but waiting for one (the signature of CPU starvation).
     /// - Throws: ``ThreadError/threadGone(_:)`` when the thread has exited, or another ``ThreadError``
     ///   (the file is missing on kernels built without scheduler statistics).
-    public static func schedStat(_ tid: ThreadID) throws(ThreadError) -> ThreadSchedStat {
+    package static func schedStat(_ tid: ThreadID) throws(ThreadError) -> ThreadSchedStat {
         var run: UInt64 = 0
         var wait: UInt64 = 0
         var slices: UInt64 = 0
@@ -100,10 +100,10 @@ public struct ThreadInfo: Hashable, Sendable, Codable {
     }
 
     /// User CPU time as a duration (tick resolution, usually 10 ms; use ``ThreadCPUClock`` for precision).
-    public var userTime: Duration { Self.duration(ofTicks: userTicks) }
+    package var userTime: Duration { Self.duration(ofTicks: userTicks) }
 
     /// System CPU time as a duration (tick resolution).
-    public var systemTime: Duration { Self.duration(ofTicks: systemTicks) }
+    package var systemTime: Duration { Self.duration(ofTicks: systemTicks) }
 
     private static let ticksPerSecond: Int64 = {
         let value = sysconf(Int32(_SC_CLK_TCK))

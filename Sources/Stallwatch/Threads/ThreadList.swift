@@ -7,11 +7,11 @@ import Musl
 #endif
 
 /// The threads of this process, as `/proc/self/task` lists them.
-public enum ThreadList {
+package enum ThreadList {
     /// Lists the ids of every thread of this process, in the kernel's order (ascending tid).
     /// Threads can start or exit while this runs; the result is a best-effort snapshot.
     /// - Throws: ``ThreadError`` when `/proc/self/task` cannot be read.
-    public static func current() throws(ThreadError) -> [ThreadID] {
+    package static func current() throws(ThreadError) -> [ThreadID] {
         var capacity = 256
         // Each retry sizes the buffer from the count the kernel just reported, so this only loops
         // again if threads are being created faster than we can list them.
@@ -31,7 +31,7 @@ public enum ThreadList {
 
     /// How many threads this process has now.
     /// - Throws: ``ThreadError`` when `/proc/self/task` cannot be read.
-    public static func count() throws(ThreadError) -> Int {
+    package static func count() throws(ThreadError) -> Int {
         var count = 0
         let rc = sw_threads_list(nil, 0, &count)
         guard rc == 0 else { throw ThreadError(code: rc, operation: "listing /proc/self/task") }

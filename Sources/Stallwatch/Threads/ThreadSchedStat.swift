@@ -1,14 +1,14 @@
 /// The scheduler's accounting for one thread, from `/proc/self/task/<tid>/schedstat`.
-public struct ThreadSchedStat: Hashable, Sendable, Codable {
+package struct ThreadSchedStat: Hashable, Sendable, Codable {
     /// Time the thread has spent on a CPU.
-    public let runTime: Duration
+    package let runTime: Duration
     /// Time the thread has spent runnable, waiting on a run queue for a CPU.
-    public let waitTime: Duration
+    package let waitTime: Duration
     /// Number of times the thread was scheduled onto a CPU.
-    public let timeslices: UInt64
+    package let timeslices: UInt64
 
     /// Creates a record from its parts.
-    public init(runTime: Duration, waitTime: Duration, timeslices: UInt64) {
+    package init(runTime: Duration, waitTime: Duration, timeslices: UInt64) {
         self.runTime = runTime
         self.waitTime = waitTime
         self.timeslices = timeslices

@@ -1,5 +1,5 @@
 /// A thread's scheduler state, as the letter in `/proc/<pid>/task/<tid>/stat` gives it.
-public enum ThreadState: Hashable, Sendable, Codable, CustomStringConvertible {
+package enum ThreadState: Hashable, Sendable, Codable, CustomStringConvertible {
     /// `R`: running or runnable (on a run queue).
     case running
     /// `S`: interruptible sleep — waiting for an event (futex, I/O readiness, timer).
@@ -20,7 +20,7 @@ public enum ThreadState: Hashable, Sendable, Codable, CustomStringConvertible {
     case unknown(Character)
 
     /// Interprets a `/proc` state letter.
-    public init(procLetter letter: Character) {
+    package init(procLetter letter: Character) {
         switch letter {
         case "R": self = .running
         case "S": self = .sleeping
@@ -35,7 +35,7 @@ public enum ThreadState: Hashable, Sendable, Codable, CustomStringConvertible {
     }
 
     /// The `/proc` letter for this state.
-    public var procLetter: Character {
+    package var procLetter: Character {
         switch self {
         case .running: "R"
         case .sleeping: "S"
@@ -50,7 +50,7 @@ public enum ThreadState: Hashable, Sendable, Codable, CustomStringConvertible {
     }
 
     /// A short name: the case name for known states, the raw letter otherwise.
-    public var description: String {
+    package var description: String {
         switch self {
         case .running: "running"
         case .sleeping: "sleeping"
@@ -65,7 +65,7 @@ public enum ThreadState: Hashable, Sendable, Codable, CustomStringConvertible {
     }
 
     /// Decodes the short name written by ``encode(to:)``; a single letter is read as a `/proc` letter.
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         switch text {
         case "running": self = .running
@@ -86,7 +86,7 @@ public enum ThreadState: Hashable, Sendable, Codable, CustomStringConvertible {
     }
 
     /// Encodes as the short name (``description``).
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)
     }

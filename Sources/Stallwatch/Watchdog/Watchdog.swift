@@ -49,7 +49,6 @@ public final class Watchdog: Sendable {
     ///
     /// - Parameters:
     ///   - configuration: thresholds and limits; validated here.
-    ///   - sampler: the stack sampler (created with defaults when `nil`).
     ///   - reportDirectory: where JSON reports go (bounded, 0600 files); `nil` keeps them in events only.
     ///   - reportLimits: how many reports, bytes and days the directory keeps (the oldest go first).
     ///   - logger: swift-log logger for stall warnings and errors.
@@ -58,13 +57,24 @@ public final class Watchdog: Sendable {
     ///     `WatchdogMetrics(process: ProcessMetrics())`.
     ///   - onEvent: called for every event, besides ``events``: on the watchdog thread, or for a
     ///     report that could not be written, on the report writer's queue. Keep it short.
-    public init(configuration: WatchdogConfiguration = WatchdogConfiguration(),
-                sampler: StackSampler? = nil,
-                reportDirectory: String? = nil,
-                reportLimits: ReportStoreLimits = ReportStoreLimits(),
-                logger: Logger = Logger(label: "stallwatch"),
-                metrics: WatchdogMetrics? = .standard,
-                onEvent: (@Sendable (WatchdogEvent) -> Void)? = nil) throws {
+    public convenience init(configuration: WatchdogConfiguration = WatchdogConfiguration(),
+                            reportDirectory: String? = nil,
+                            reportLimits: ReportStoreLimits = ReportStoreLimits(),
+                            logger: Logger = Logger(label: "stallwatch"),
+                            metrics: WatchdogMetrics? = .standard,
+                            onEvent: (@Sendable (WatchdogEvent) -> Void)? = nil) throws {
+        try self.init(configuration: configuration, sampler: nil, reportDirectory: reportDirectory,
+                      reportLimits: reportLimits, logger: logger, metrics: metrics, onEvent: onEvent)
+    }
+
+    /// The same with a sampler of the package's choosing (tests and the bench set its unwinder).
+    package init(configuration: WatchdogConfiguration = WatchdogConfiguration(),
+                 sampler: StackSampler?,
+                 reportDirectory: String? = nil,
+                 reportLimits: ReportStoreLimits = ReportStoreLimits(),
+                 logger: Logger = Logger(label: "stallwatch"),
+                 metrics: WatchdogMetrics? = .standard,
+                 onEvent: (@Sendable (WatchdogEvent) -> Void)? = nil) throws {
         self.configuration = try configuration.validated()
         self.sampler = try sampler ?? StackSampler()
         self.logger = logger

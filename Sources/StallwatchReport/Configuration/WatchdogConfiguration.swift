@@ -13,7 +13,7 @@ public struct WatchdogConfiguration: Sendable, Equatable {
     public var threshold: Duration
     /// How often an idle ping-probed loop is pinged. Left at its default (threshold / 2), the
     /// watchdog pings every 40 ms instead when that is shorter, for starts right within 50 ms
-    /// (``DetectionSchedule``); any other value is used as it is. Heartbeat loops are not polled:
+    /// (the detection schedule); any other value is used as it is. Heartbeat loops are not polled:
     /// the watchdog wakes at each busy stamp plus the threshold.
     public var checkPeriod: Duration
     /// Time between stack samples of a suspected loop (50 ms).
@@ -46,7 +46,7 @@ public struct WatchdogConfiguration: Sendable, Equatable {
     /// while the rest of the pool still answers pings.
     public var watchPoolJobs: Bool
     /// How often pool threads are scanned for long jobs. Left at its default (threshold / 2), the
-    /// scan runs every 40 ms instead when that is shorter (``DetectionSchedule``): a job's start is
+    /// scan runs every 40 ms instead when that is shorter (the detection schedule): a job's start is
     /// then right within about 20 ms and its event comes within about 20 ms of start + threshold.
     /// Each scan wakes the watchdog; a longer period set here trades that accuracy for a lower
     /// idle cost (`bench probe` measures it).
@@ -59,7 +59,7 @@ public struct WatchdogConfiguration: Sendable, Equatable {
     public var writePprof: Bool
     /// The CPU sampling may take, as a fraction of one core (0.001 = 0.1 %; 0 for no limit). With
     /// many loops stalled at once the watchdog stretches their sampling interval to stay inside it
-    /// (``SamplingGovernor``); each report states the interval it was sampled at and why.
+    /// (the sampling governor); each report states the interval it was sampled at and why.
     public var samplerBudget: Double
     /// What one sample costs, for the budget: the stolen time per sample `bench sampler` measures
     /// (about 20 µs on a 2-core VM).

@@ -7,7 +7,7 @@ func addRoutes(to router: Router<BasicRequestContext>) {
     router.get("/") { _, _ in "ok\n" }
     // The sampler's own counters, for `bench server` (captures by signal since start).
     router.get("/stallwatch/stats") { _, _ in
-        let s = StackSampler.statistics
+        let s = SamplerStatistics.current
         return "{\"handled\":\(s.handled),\"late\":\(s.late),\"chained\":\(s.chained),\"timeouts\":\(s.timeouts)}\n"
     }
     // A request that stays in flight without holding a thread (the attribution test's bystanders).
