@@ -66,10 +66,8 @@ package enum FlameGraphSVG {
         var hash: UInt32 = 2_166_136_261
         for byte in box.name.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
         let a = Int(hash % 55), b = Int((hash / 55) % 80)
-        switch box.origin {
-        case .application: return "rgb(\(205 + a),\(80 + b),\(40 + a / 2))"
-        case .system: return "rgb(\(90 + a),\(150 + b / 2),\(200 + a))"
-        }
+        if box.origin == .system { return "rgb(\(90 + a),\(150 + b / 2),\(200 + a))" }
+        return "rgb(\(205 + a),\(80 + b),\(40 + a / 2))"
     }
 
     private static func percent(_ count: Int, of total: Int) -> String {

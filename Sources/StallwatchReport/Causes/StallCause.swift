@@ -35,15 +35,6 @@ public struct StallCauseKind: RawRepresentable, Hashable, Sendable, Codable, Cas
         .unknown, .cpuUsage,
     ]
 
-    public init(from decoder: any Decoder) throws {
-        self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(rawValue)
-    }
-
     public var description: String { rawValue }
 }
 

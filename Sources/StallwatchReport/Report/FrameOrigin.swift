@@ -1,12 +1,22 @@
 /// Whether a frame is the application's own code or the system's (libc, the loader, the Swift
 /// runtime and toolchain libraries, the vDSO), the way crash reporters mark in-app frames. Told by
 /// the module's path alone, so it also works on reports symbolized elsewhere. Stored in reports as
-/// `"application"` or `"system"`.
-public enum FrameOrigin: String, Sendable, Equatable, Codable, CaseIterable {
+/// `"application"` or `"system"`. A struct with static members, not an enum, so that an origin
+/// can be added without breaking a consumer's `switch`.
+public struct FrameOrigin: RawRepresentable, Hashable, Sendable, Codable, CaseIterable, CustomStringConvertible {
+    /// The stable name, as stored in reports.
+    public let rawValue: String
+    /// An origin from its name; names unknown to this version are kept as they are.
+    public init(rawValue: String) { self.rawValue = rawValue }
+
     /// The service's own code (its executable and the libraries it ships), or an unknown module.
-    case application
+    public static let application = FrameOrigin(rawValue: "application")
     /// libc, the loader, the Swift runtime and toolchain libraries, the vDSO.
-    case system
+    public static let system = FrameOrigin(rawValue: "system")
+    /// Every origin this version knows.
+    public static let allCases: [FrameOrigin] = [.application, .system]
+
+    public var description: String { rawValue }
 
     /// The origin of a frame in `module`.
     public init(module: String?) {

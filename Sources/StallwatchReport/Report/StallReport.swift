@@ -24,15 +24,6 @@ public struct ReportKind: RawRepresentable, Hashable, Sendable, Codable, CaseIte
     /// Every kind this version knows.
     public static let allCases: [ReportKind] = [.stall, .cpuHigh, .cpuSustained, .feedbackLoop, .busyLoop]
 
-    public init(from decoder: any Decoder) throws {
-        self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(rawValue)
-    }
-
     public var description: String { rawValue }
 }
 
@@ -56,11 +47,20 @@ public struct FeedbackFacts: Equatable, Sendable, Codable {
 /// How a stalled loop was sampled.
 public struct SamplingFacts: Equatable, Sendable, Codable {
     /// Why the interval is what it is.
-    public enum Reason: String, Equatable, Sendable, Codable {
+    /// A struct with static members, not an enum, so that a reason can be added without breaking
+    /// a consumer's `switch`.
+    public struct Reason: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        /// The stable name, as stored in reports.
+        public let rawValue: String
+        /// A reason from its name; names unknown to this version are kept as they are.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
         /// The configured `sampleInterval`.
-        case configured
+        public static let configured = Reason(rawValue: "configured")
         /// Stretched so that the sampler stays inside its CPU budget (many loops stalled at once).
-        case budget
+        public static let budget = Reason(rawValue: "budget")
+
+        public var description: String { rawValue }
     }
 
     /// The interval between two samples of the loop's thread (of its CPU time), nanoseconds.

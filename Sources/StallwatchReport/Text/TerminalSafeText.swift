@@ -2,10 +2,10 @@
 /// characters become visible escapes. A report is data from a process, and a symbol or thread name
 /// holding `ESC [2J` would otherwise clear the reader's terminal, or hide a line behind a
 /// carriage return or a right-to-left override.
-public enum TerminalSafeText {
+package enum TerminalSafeText {
     /// `text` with C0 and C1 controls, DEL, bidirectional overrides and backslashes escaped
     /// (`\x1b`, `\u{202e}`, `\\`), everything else unchanged.
-    public static func escaped(_ text: String) -> String {
+    package static func escaped(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: needsEscape) else { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count + 8)
