@@ -40,7 +40,7 @@ RING_EXTERNAL = {
     # CLOCK_MONOTONIC is served by the vDSO (a read of the shared vvar page and the TSC / the
     # arm64 counter) whenever the kernel's clocksource is vDSO-capable (tsc, kvm-clock,
     # arch_sys_counter). Only a clocksource without vDSO support (hpet, acpi_pm) falls back to the
-    # system call: the runtime test (SamplingRingTests/ringHandlerMakesNoSystemCall) counts the
+    # system call: the runtime test (PerfSamplingTests/ringHandlerMakesNoSystemCall) counts the
     # sampled thread's system calls and would see it.
     "clock_gettime",
     "memcpy", "memset", "__errno_location", "__stack_chk_fail",

@@ -1,0 +1,173 @@
+import CSampler
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+@testable import Stallwatch
+
+/// The kernel's count of a thread's system calls (tracepoints), or why it cannot be had here.
+struct SyscallCount {
+    private var counter = sw_syscall_counter_t()
+
+    /// Starts counting `thread`'s system calls; `nil` with the reason where tracefs or perf is refused.
+    static func open(_ thread: ThreadID) -> (SyscallCount?, String) {
+        var c = SyscallCount()
+        let rc = sw_syscall_counter_open(thread.rawValue, &c.counter)
+        return rc == 0 ? (c, "") : (nil, "raw_syscalls tracepoint unavailable: \(String(cString: strerror(-rc)))")
+    }
+
+    /// (all system calls, rt_sigreturn among them) so far.
+    func read() -> (all: UInt64, sigreturn: UInt64) {
+        var all: UInt64 = 0, sigreturn: UInt64 = 0
+        var c = counter
+        _ = sw_syscall_counter_read(&c, &all, &sigreturn)
+        return (all, sigreturn)
+    }
+
+    mutating func close() { sw_syscall_counter_close(&counter) }
+
+    /// Whether counting works in this environment (root, tracefs mounted, perf events allowed).
+    static let available: Bool = {
+        var probe = sw_syscall_counter_t()
+        let rc = sw_syscall_counter_open(ThreadID.current.rawValue, &probe)
+        sw_syscall_counter_close(&probe)
+        return rc == 0
+    }()
+}
+
+@Suite("Signal-free sampling with a perf event", .serialized)
+struct PerfSamplingTests {
+    private static func perfSampler() throws -> StackSampler {
+        var configuration = StackSampler.Configuration()
+        configuration.signalFreeSampling = true
+        return try StackSampler(configuration: configuration)
+    }
+
+    /// perf_event_open is allowed here (the kernel's sysctl and any seccomp filter permit it).
+    static let perfAllowed: Bool = {
+        let rc = sw_perf_ring_start(ThreadID.current.rawValue, 50_000_000, 8, 4, 0)
+        if rc >= 0 { _ = sw_perf_ring_release(rc) }
+        return rc >= 0
+    }()
+
+    @Test("a CPU-bound thread is sampled by the kernel: its function named, no signal delivered",
+          .enabled(if: perfAllowed, "perf_event_open is refused here"))
+    func busyThreadNamed() throws {
+        let sampler = try Self.perfSampler()
+        let worker = TestThread(name: "sw-perf-busy") { t in _ = stallwatchFixtureAlpha(3, t) }
+        defer { worker.stopAndJoin() }
+        let tid = try #require(worker.tid)
+        var (count, _) = SyscallCount.open(tid)
+        defer { count?.close() }
+        let ring = try SamplingRing(sampler: sampler, thread: tid, interval: .milliseconds(10), capacity: 64)
+        #expect(ring.driver == .perfEvent)
+        #expect(ring.fallbackReason == nil)
+        usleep(400_000)
+        ring.stop()
+        let samples = ring.drain()
+        #expect(samples.count >= 10, "only \(samples.count) samples")
+        #expect(samples.allSatisfy { $0.thread == tid && $0.driver == .perfEvent })
+        let named = samples.filter { fixtureNames(in: $0).first == "stallwatchFixtureLeafSpin" }
+        #expect(named.count >= samples.count / 2, "\(named.count) of \(samples.count) name the leaf")
+        let whole = samples.filter { $0.walkEnd == .root }
+        #expect(whole.count >= samples.count / 2, "\(whole.count) of \(samples.count) reach the root")
+        if let count {
+            // No handler ran on the thread: not one signal's return.
+            #expect(count.read().sigreturn == 0)
+        }
+        let taken = ring.taken
+        usleep(50_000)
+        _ = ring.drain()
+        #expect(ring.taken == taken, "a stopped ring kept sampling")
+    }
+
+    @Test("a thread that blocks every signal is sampled by the kernel",
+          .enabled(if: perfAllowed, "perf_event_open is refused here"))
+    func threadBlockingSignals() throws {
+        let sampler = try Self.perfSampler()
+        let worker = TestThread(name: "sw-perf-nosig") { t in
+            blockEverySignal()
+            while !t.shouldStop { stallwatchFixtureSpinBlockingSignals(t) }
+        }
+        defer { worker.stopAndJoin(timeout: .seconds(5)) }
+        let tid = try #require(worker.tid)
+        usleep(50_000)
+        // The timer ring cannot: the thread blocks its signal.
+        #expect(throws: SamplerError.self) {
+            _ = try SamplingRing(sampler: sampler, thread: tid, interval: .milliseconds(10), driver: .timerSignal)
+        }
+        let ring = try SamplingRing(sampler: sampler, thread: tid, interval: .milliseconds(10), capacity: 64)
+        #expect(ring.driver == .perfEvent)
+        usleep(300_000)
+        ring.stop()
+        let samples = ring.drain()
+        #expect(samples.count >= 5, "only \(samples.count) samples")
+        let named = samples.filter { stack in
+            Symbolizer.shared.symbolize(stack).contains { $0.symbol?.contains("stallwatchFixtureSpinBlockingSignals") ?? false }
+        }
+        #expect(named.count >= samples.count / 2, "\(named.count) of \(samples.count) name the spinning function")
+    }
+
+    @Test("where the kernel refuses perf events, the timer ring samples and says why")
+    func refusedFallsBackToTheTimerRing() throws {
+        let sampler = try Self.perfSampler()
+        sw_perf_ring_test_refuse(EACCES)
+        defer { sw_perf_ring_test_refuse(0) }
+        let worker = TestThread(name: "sw-perf-refused") { t in _ = stallwatchFixtureAlpha(3, t) }
+        defer { worker.stopAndJoin() }
+        let tid = try #require(worker.tid)
+        let ring = try SamplingRing(sampler: sampler, thread: tid, interval: .milliseconds(10), capacity: 64)
+        #expect(ring.driver == .timerSignal)
+        let reason = try #require(ring.fallbackReason)
+        #expect(reason.contains("perf_event_paranoid"), "\(reason)")
+        usleep(300_000)
+        ring.stop()
+        let samples = ring.drain()
+        #expect(samples.count >= 5)
+        #expect(samples.allSatisfy { $0.driver == .timerSignal })
+    }
+
+    @Test("the default configuration keeps the timer ring")
+    func defaultIsTheTimerRing() throws {
+        let sampler = try StackSampler()
+        #expect(sampler.configuration.signalFreeSampling == false)
+        let worker = TestThread(name: "sw-perf-default") { t in _ = stallwatchFixtureAlpha(3, t) }
+        defer { worker.stopAndJoin() }
+        let tid = try #require(worker.tid)
+        let ring = try SamplingRing(sampler: sampler, thread: tid, interval: .milliseconds(10))
+        #expect(ring.driver == .timerSignal)
+        #expect(ring.fallbackReason == nil)
+    }
+
+    @Test("the timer ring's handler makes no system call: the kernel counts the sampled thread's",
+          .enabled(if: SyscallCount.available, "the raw_syscalls tracepoint is not readable here (needs root and tracefs)"))
+    func ringHandlerMakesNoSystemCall() throws {
+        let sampler = try StackSampler()
+        // Spins on a relaxed load: the thread itself makes no system call while it runs.
+        let worker = TestThread(name: "sw-ring-sysc") { t in _ = stallwatchFixtureAlpha(3, t) }
+        defer { worker.stopAndJoin() }
+        let tid = try #require(worker.tid)
+        usleep(20_000)
+        var (opened, why) = SyscallCount.open(tid)
+        defer { opened?.close() }
+        let count = try #require(opened, "\(why)")
+        let before = count.read()
+        usleep(200_000)
+        let unsampled = count.read()
+        let ring = try SamplingRing(sampler: sampler, thread: tid, interval: .milliseconds(4), capacity: 256,
+                                    driver: .timerSignal)
+        usleep(400_000)
+        ring.stop()
+        usleep(20_000)
+        let after = count.read()
+        let samples = ring.drain()
+        #expect(samples.count >= 20, "only \(samples.count) samples")
+        let signals = Int(after.sigreturn) - Int(unsampled.sigreturn)
+        let handlerCalls = (Int(after.all) - Int(after.sigreturn)) - (Int(unsampled.all) - Int(unsampled.sigreturn))
+        print("syscall counts: before \(before), unsampled \(unsampled), after \(after), samples \(samples.count)")
+        // Every handler returned through rt_sigreturn (the counter sees the thread)…
+        #expect(signals >= samples.count, "\(signals) sigreturns for \(samples.count) samples")
+        // …and made no system call of its own.
+        #expect(handlerCalls == 0, "\(handlerCalls) system calls by the handler in \(samples.count) samples; unsampled: \(Int(unsampled.all) - Int(before.all))")
+    }
+}
