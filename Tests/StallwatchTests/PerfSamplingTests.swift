@@ -127,6 +127,39 @@ struct PerfSamplingTests {
         #expect(samples.allSatisfy { $0.driver == .timerSignal })
     }
 
+    @Test("a watchdog whose sampler is set to signal-free sampling reports the perf driver, or the timer ring and why",
+          arguments: [false, true])
+    func watchdogReportsTheDriver(refused: Bool) throws {
+        if !refused && !Self.perfAllowed { return } // the refused case runs everywhere
+        if refused { sw_perf_ring_test_refuse(EPERM) }
+        defer { sw_perf_ring_test_refuse(0) }
+        let log = EventLog()
+        let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(300)),
+                                    sampler: try Self.perfSampler()) { log.append($0) }
+        let probe = watchdog.makeProbe(name: "perf-loop")
+        try watchdog.start()
+        defer { watchdog.stop() }
+        let worker = TestThread(name: "sw-perf-loop") { t in
+            probe.busy()
+            let until = MonotonicClock.now() + .milliseconds(900)
+            while MonotonicClock.now() < until { stallwatchFixtureSpinBlockingSignals(t) }
+            probe.idle()
+        }
+        worker.stopAndJoin(timeout: .seconds(10))
+        #expect(eventually(timeout: .seconds(2)) { !log.ended.isEmpty })
+        let report = try #require(log.stalls.first)
+        let sampling = try #require(report.sampling)
+        if refused {
+            #expect(sampling.driver == SamplingDriver.timerSignal.name)
+            #expect(sampling.driverFallback?.contains("seccomp") == true, "\(sampling.driverFallback ?? "-")")
+        } else {
+            #expect(sampling.driver == SamplingDriver.perfEvent.name)
+            #expect(sampling.driverFallback == nil)
+        }
+        #expect(report.blamedStack.contains { $0.symbol?.contains("stallwatchFixture") ?? false },
+                "\(report.blamedStack.compactMap(\.symbol))")
+    }
+
     @Test("the default configuration keeps the timer ring")
     func defaultIsTheTimerRing() throws {
         let sampler = try StackSampler()
