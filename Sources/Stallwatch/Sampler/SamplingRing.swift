@@ -113,14 +113,19 @@ public final class SamplingRing: Sendable {
             let buf = UnsafeMutablePointer<sw_stack_t>.allocate(capacity: max)
             defer { buf.deallocate() }
             var count: UInt32 = 0
-            let lost: Int64
             if driver == .perfEvent {
-                lost = sw_perf_ring_read(ring, buf, UInt32(max), &count)
-            } else {
-                var next = st.nextSequence
-                lost = sw_ring_read(ring, &next, buf, UInt32(max), &count)
-                st.nextSequence = next
+                // The kernel's ring may hold more than one buffer's worth: read until it is empty.
+                var stacks: [CapturedStack] = []
+                repeat {
+                    let lost = sw_perf_ring_read(ring, buf, UInt32(max), &count)
+                    if lost > 0 { st.lost += Int(lost) }
+                    stacks += (0..<Int(count)).map { CapturedStack(buf + $0) }
+                } while count == UInt32(max)
+                return stacks
             }
+            var next = st.nextSequence
+            let lost = sw_ring_read(ring, &next, buf, UInt32(max), &count)
+            st.nextSequence = next
             if lost > 0 { st.lost += Int(lost) }
             return (0..<Int(count)).map { CapturedStack(buf + $0) }
         }
