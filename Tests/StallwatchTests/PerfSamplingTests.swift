@@ -81,6 +81,33 @@ struct PerfSamplingTests {
         #expect(ring.taken == taken, "a stopped ring kept sampling")
     }
 
+    @Test("where the kernel's frame-pointer chain stops (SQLite, no frame pointers), the stack copy's table walk reaches the Swift caller",
+          .enabled(if: perfAllowed, "perf_event_open is refused here"))
+    func tableWalkBeyondTheKernelsChain() throws {
+        let sampler = try Self.perfSampler()
+        let worker = TestThread(name: "sw-perf-sqlite") { t in
+            while !t.shouldStop { _ = foreignFixtureSQLiteQuery(milliseconds: 20) }
+        }
+        defer { worker.stopAndJoin(timeout: .seconds(5)) }
+        let tid = try #require(worker.tid)
+        let ring = try SamplingRing(sampler: sampler, thread: tid, interval: .milliseconds(10), capacity: 64)
+        #expect(ring.driver == .perfEvent)
+        usleep(500_000)
+        ring.stop()
+        let samples = ring.drain()
+        #expect(samples.count >= 10, "only \(samples.count) samples")
+        // Samples whose PC is in libsqlite3 (no frame pointers): the kernel's chain alone loses the caller.
+        let inLibrary = samples.filter { stack in
+            Symbolizer.shared.symbolize(stack).first?.module?.contains("libsqlite3") ?? false
+        }
+        #expect(!inLibrary.isEmpty, "no sample landed in libsqlite3")
+        let reached = inLibrary.filter { stack in
+            Symbolizer.shared.symbolize(stack).contains { $0.symbol?.contains("foreignFixtureSQLiteQuery") ?? false }
+        }
+        #expect(reached.count * 10 >= inLibrary.count * 8, "\(reached.count) of \(inLibrary.count) samples in libsqlite3 reach the Swift caller")
+        #expect(inLibrary.contains { $0.tableFrames > 0 }, "no frame came from the unwind tables")
+    }
+
     @Test("a thread that blocks every signal is sampled by the kernel",
           .enabled(if: perfAllowed, "perf_event_open is refused here"))
     func threadBlockingSignals() throws {
