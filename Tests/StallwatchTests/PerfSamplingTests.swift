@@ -215,20 +215,28 @@ struct PerfSamplingTests {
         let before = count.read()
         usleep(200_000)
         let unsampled = count.read()
+        #expect(unsampled.all == before.all, "the spinning thread made system calls of its own: the count would not be the handler's")
         let ring = try SamplingRing(sampler: sampler, thread: tid, interval: .milliseconds(4), capacity: 256,
                                     driver: .timerSignal)
-        usleep(400_000)
-        ring.stop()
-        usleep(20_000)
-        let after = count.read()
-        let samples = ring.drain()
-        #expect(samples.count >= 20, "only \(samples.count) samples")
-        let signals = Int(after.sigreturn) - Int(unsampled.sigreturn)
-        let handlerCalls = (Int(after.all) - Int(after.sigreturn)) - (Int(unsampled.all) - Int(unsampled.sigreturn))
-        print("syscall counts: before \(before), unsampled \(unsampled), after \(after), samples \(samples.count)")
-        // Every handler returned through rt_sigreturn (the counter sees the thread)…
-        #expect(signals >= samples.count, "\(signals) sigreturns for \(samples.count) samples")
-        // …and made no system call of its own.
-        #expect(handlerCalls == 0, "\(handlerCalls) system calls by the handler in \(samples.count) samples; unsampled: \(Int(unsampled.all) - Int(before.all))")
+        defer { ring.stop() }
+        // Up to three windows of ≥ 20 samples each: a system call in the handler shows in every one
+        // (one per sample, or one per the samples that take its path); a stray call of the runtime
+        // on the thread (seen once under ASan) shows in one at most.
+        var windows: [String] = []
+        var clean = false
+        for _ in 0..<3 where !clean {
+            let c0 = count.read(), t0 = ring.taken
+            usleep(300_000)
+            let c1 = count.read(), t1 = ring.taken
+            let samples = Int(t1 - t0)
+            let signals = Int(c1.sigreturn) - Int(c0.sigreturn)
+            let handlerCalls = (Int(c1.all) - Int(c1.sigreturn)) - (Int(c0.all) - Int(c0.sigreturn))
+            windows.append("\(samples) samples, \(signals) sigreturns, \(handlerCalls) other system calls")
+            // Every handler returned through rt_sigreturn: the counter sees the thread.
+            clean = samples >= 20 && signals >= samples - 2 && handlerCalls == 0
+        }
+        print("syscall counts per window: \(windows)")
+        #expect(clean, "the timer ring's handler made system calls: \(windows)")
+        _ = ring.drain()
     }
 }
