@@ -24,7 +24,9 @@ extern "C" {
 
 /// Starts sampling thread `tid` every `interval_ns` of its CPU time. The ring holds about
 /// `capacity` samples of at most `max_frames` frames between reads (older unread samples are kept,
-/// newer ones are dropped and counted as lost when it is full). `stack_bytes` (a multiple of 8,
+/// newer ones are dropped and counted as lost when it is full: unlike the timer ring, which
+/// overwrites the oldest). A forked child inherits the event's descriptor but not the sampling of
+/// the parent's thread. `stack_bytes` (a multiple of 8,
 /// at most 65528; 0: none) of the thread's stack are copied with every sample for the table walk.
 /// Returns a ring id >= 0, or -errno (the kernel's refusal: EACCES, EPERM, ENOSYS, ENOENT...),
 /// SW_ERR_THREAD_GONE, SW_ERR_BUSY or SW_ERR_INVALID. Not for handlers.
@@ -46,7 +48,8 @@ int sw_perf_ring_set_interval(int ring, int64_t interval_ns);
 /// Stops sampling (the event is disabled); samples already recorded can still be read.
 int sw_perf_ring_stop(int ring);
 
-/// Closes the event and unmaps the ring; the id may be reused. Returns 0 or SW_ERR_INVALID.
+/// Closes the event and unmaps the ring; the id may be reused. Only after the ring's last read: a
+/// read does not hold the table's lock while it decodes. Returns 0 or SW_ERR_INVALID.
 int sw_perf_ring_release(int ring);
 
 /// Test hook: while `err` is non-zero, sw_perf_ring_start refuses with -err as the kernel would
