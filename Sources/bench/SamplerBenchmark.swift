@@ -468,6 +468,6 @@ extension SamplerReport {
         for c in driverComparisons {
             print("  \(Fmt.pad(c.label, 20)) [gap] ÷ timer/fp \(Fmt.pad(Fmt.s(c.ratioToTimer, 2), 22)) ÷ timer/empty \(Fmt.pad(Fmt.s(c.ratioToTimerFloor, 2), 22)) [tail] ÷ timer/fp \(Fmt.pad(Fmt.s(c.tailRatioToTimer, 2), 22)) goal ≤ \(Fmt.f(c.goal, 1))× timer/fp [gap]: \(c.pass ? "PASS" : "MISS")")
         }
-        print("  (a CPU-clock timer fires at the scheduler tick, where a thread is also preempted under load: its [gap] then holds the wait for a CPU; a perf task-clock event samples from its own hrtimer. Under load, read [tail] too)")
+        print("  (a CPU-clock timer fires at the scheduler tick, where a thread is also preempted under load: its [gap] then holds the wait for a CPU; a perf task-clock event samples from its own hrtimer: compare in a quiet run. [tail] is not comparable across drivers: a perf sample's time is when the kernel starts sampling, a handler's when the handler starts, after delivery)")
     }
 }
