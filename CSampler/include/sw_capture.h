@@ -31,6 +31,12 @@ typedef enum sw_unwinder {
     SW_UNWIND_NONE = 3,
 } sw_unwinder_t;
 
+/// What took a sample (sw_stack_t.driver).
+enum {
+    SW_DRIVER_SIGNAL = 0, ///< a signal's handler on the thread (a request's answer, a timer ring's tick)
+    SW_DRIVER_PERF = 1,   ///< the kernel, for a perf event (sw_perf_ring.h, sw_capture_perf): no signal
+};
+
 /// One captured stack. frames[0] is the interrupted PC; the rest are return addresses.
 typedef struct sw_stack {
     uint64_t frames[SW_MAX_FRAMES];
@@ -52,6 +58,7 @@ typedef struct sw_stack {
     uint8_t leaf_word_count;
     uint8_t stop_reason;     ///< why the walk ended (SW_STOP_*): SW_STOP_ROOT only for a whole stack
     uint8_t table_frames;    ///< frames found through unwind tables (.eh_frame) rather than frame records
+    uint8_t driver;          ///< SW_DRIVER_*: what took the sample (a signal's handler, or the kernel)
     /// The request the interrupted code served (the task-local set by sw_request_key_set's key), 0
     /// when none or not read (captures without a handler).
     uint64_t request_tag;

@@ -63,6 +63,7 @@ int sw_capture_perf(int32_t tid, uint32_t max_frames, int64_t timeout_ns, sw_sta
     out->request_tag = 0; // the kernel's sample: the thread's task is not readable from here
     out->tid = tid;
     out->unwinder = SW_UNWIND_FRAME_POINTER;
+    out->driver = SW_DRIVER_PERF;
     int64_t start = sw_now_ns(), deadline = start + timeout_ns;
     int fd = (int)perf_open(tid);
     if (fd < 0) return errno == ESRCH ? SW_ERR_THREAD_GONE : -errno;

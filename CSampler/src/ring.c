@@ -60,7 +60,7 @@ void sw_ring_on_signal(uint64_t cookie, const void *ucv) {
     atomic_store_explicit(&e->seq, 2 * n + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     int64_t t0 = sw_now_ns();
-    sw_capture_fill(&e->stack, ucv, SW_UNWIND_FRAME_POINTER, r->max_frames, &r->bounds);
+    sw_capture_fill_nosys(&e->stack, ucv, r->max_frames, &r->bounds);
     e->stack.tid = r->tid;
     e->stack.taken_at_ns = (uint64_t)t0;
     e->stack.handler_ns = (uint64_t)(sw_now_ns() - t0);

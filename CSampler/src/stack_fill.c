@@ -4,6 +4,8 @@
 #include "sw_threads.h"
 #include "sw_unwind_table.h"
 
+#include <unistd.h>
+
 // A frame record further than this above SP is not read: the kernel is asked about the whole
 // range in one question (mincore) on every capture, and a chain of max_frames records that
 // spans more than this is not a stack a person reads anyway.
@@ -26,15 +28,24 @@ uint64_t sw_stack_bounds_checks(void) {
     return atomic_load_explicit(&g_bounds_checks, memory_order_relaxed);
 }
 
-// async-signal-safe: reads only the context and the stack above SP, inside the mapping that holds
-// it. It runs on the interrupted thread itself, so the thread pointer is that thread's: glibc puts
-// the thread's descriptor at the top of its stack allocation (its own or one the program gave
-// pthread_create), and everything between SP and it belongs to the live thread, mapped until it
-// exits — reads are bounded there without asking the kernel. Only a stack that is not below its
-// thread pointer (the main thread, a coroutine's stack, a signal stack) is checked with the kernel.
-SW_RAW_STACK_READER void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames,
-                     sw_stack_bounds_t *bounds) {
-    const ucontext_t *uc = ucv;
+// The main thread's stack: an address inside it, taken by a constructor that runs on the main
+// thread. The kernel never unmaps the main stack's mapping and everything between SP and its top is
+// mapped, so its readable end is the table's end of that mapping with no question to the kernel.
+static uint64_t g_main_stack_addr;
+
+__attribute__((constructor)) static void note_main_stack(void) {
+    volatile uint64_t here = 0;
+    if (getpid() == sw_gettid()) g_main_stack_addr = (uint64_t)(uintptr_t)&here;
+}
+
+// Where the prologue of a capture left things.
+enum { FILL_DONE = 0, FILL_WALK = 1, FILL_ASK_KERNEL = 2 };
+
+// async-signal-safe, no system call: PC, SP and the stack's mapping; for a stack below the thread
+// pointer or the main thread's stack, the readable end (*end). FILL_ASK_KERNEL: any other stack
+// (an alternate signal stack, a coroutine's), whose end only the kernel can tell.
+SW_RAW_STACK_READER static int fill_prologue(sw_stack_t *st, const ucontext_t *uc, sw_unwinder_t unwinder,
+                                             sw_stack_bounds_t *bounds, uint64_t *hi_out, uint64_t *end) {
     uint64_t pc = sw_arch_pc(uc), sp = sw_arch_sp(uc);
     st->frames[0] = pc;
     st->count = 1;
@@ -44,10 +55,11 @@ SW_RAW_STACK_READER void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unw
     st->leaf_word_count = 0;
     st->table_frames = 0;
     st->stop_reason = SW_STOP_NOT_WALKED;
+    st->driver = SW_DRIVER_SIGNAL;
     st->request_tag = sw_request_tag_read();
     if (unwinder == SW_UNWIND_NONE) {
         st->stack_known = 1; // nothing to bound: the floor takes the PC only
-        return;
+        return FILL_DONE;
     }
     uint64_t gen = sw_maps_generation();
     uint64_t lo = 0, hi = 0;
@@ -64,24 +76,28 @@ SW_RAW_STACK_READER void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unw
             bounds->gen = gen;
         }
     }
-    uint64_t end = 0;
-    if (st->stack_known) {
-        uint64_t tp = sw_arch_thread_pointer();
-        if (tp > sp && tp <= hi) {
-            end = tp - sp > SW_WALK_SPAN ? sp + SW_WALK_SPAN : tp;
-        } else {
-            end = sw_readable_stack_end(sp, hi);
-            atomic_fetch_add_explicit(&g_bounds_checks, 1, memory_order_relaxed);
-            if (end < hi && end - sp < SW_WALK_SPAN) atomic_fetch_add_explicit(&g_cut_at_unmapped, 1, memory_order_relaxed);
-        }
-        if (bounds != NULL) bounds->readable = end;
-    }
-    if (unwinder != SW_UNWIND_FRAME_POINTER) return;
+    *hi_out = hi;
     if (!st->stack_known) {
-        st->truncated = 1;
-        st->stop_reason = SW_STOP_STACK_UNKNOWN;
-        return;
+        if (unwinder == SW_UNWIND_FRAME_POINTER) {
+            st->truncated = 1;
+            st->stop_reason = SW_STOP_STACK_UNKNOWN;
+        }
+        return FILL_DONE;
     }
+    uint64_t tp = sw_arch_thread_pointer();
+    uint64_t main = g_main_stack_addr;
+    if ((tp > sp && tp <= hi) || (main != 0 && main >= lo && main < hi)) {
+        uint64_t top = tp > sp && tp <= hi ? tp : hi;
+        *end = top - sp > SW_WALK_SPAN ? sp + SW_WALK_SPAN : top;
+        if (bounds != NULL) bounds->readable = *end;
+        return FILL_WALK;
+    }
+    return FILL_ASK_KERNEL;
+}
+
+// async-signal-safe, no system call: the walk of [sp, end) once its end is known.
+SW_RAW_STACK_READER static void fill_walk(sw_stack_t *st, const ucontext_t *uc, uint32_t max_frames, uint64_t end) {
+    uint64_t pc = st->frames[0], sp = st->sp;
     // Frame records where the code keeps them, the unwind table where it does not, and the table
     // for the interrupted frame itself (a leaf, a prologue): exact where a guess was made before.
     sw_walk_regs_t regs = {.pc = pc, .sp = sp, .fp = sw_arch_fp(uc), .lr = sw_arch_lr(uc), .fp_known = 1,
@@ -89,7 +105,7 @@ SW_RAW_STACK_READER void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unw
     sw_walk_mem_t mem = {.lo = sp, .hi = end, .copy = NULL, .base = 0, .guard_tables = 0};
     sw_walk_result_t res = {0};
     st->count = 0;
-    sw_walk(&regs, &mem, 0, st->frames, &st->count, max_frames, &res);
+    sw_walk_live(&regs, &mem, 0, st->frames, &st->count, max_frames, &res);
     st->table_frames = (uint8_t)(res.table_frames > 255 ? 255 : res.table_frames);
     if (res.stop == SW_STOP_NO_ROW_AT_PC) {
         // No table for the interrupted code (generated code, a stub): frame records from FP, and
@@ -106,7 +122,7 @@ SW_RAW_STACK_READER void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unw
             sw_walk_regs_t up = {.pc = st->frames[1], .sp = fp0 + 16,
                                  .fp = *(const uint64_t *)(uintptr_t)fp0, .fp_known = 1};
             sw_walk_result_t more = {0};
-            sw_walk(&up, &mem, 1, st->frames, &st->count, max_frames, &more);
+            sw_walk_live(&up, &mem, 1, st->frames, &st->count, max_frames, &more);
             st->table_frames = (uint8_t)(more.table_frames > 255 ? 255 : more.table_frames);
             st->stop_reason = more.stop == SW_STOP_NEED_FP ? SW_STOP_BAD_LINK : more.stop;
             st->truncated = st->stop_reason != SW_STOP_ROOT;
@@ -122,6 +138,54 @@ SW_RAW_STACK_READER void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unw
         st->stop_reason = res.stop == SW_STOP_NEED_FP ? SW_STOP_BAD_LINK : res.stop;
         st->truncated = st->stop_reason != SW_STOP_ROOT;
     }
+}
+
+// async-signal-safe: reads only the context and the stack above SP, inside the mapping that holds
+// it. It runs on the interrupted thread itself, so the thread pointer is that thread's: glibc puts
+// the thread's descriptor at the top of its stack allocation (its own or one the program gave
+// pthread_create), and everything between SP and it belongs to the live thread, mapped until it
+// exits — reads are bounded there without asking the kernel. The main thread's stack is never
+// unmapped either. Only another stack (a coroutine's, a signal stack) is checked with the kernel
+// (mincore): the request path's one system call besides the answer.
+SW_RAW_STACK_READER void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames,
+                     sw_stack_bounds_t *bounds) {
+    const ucontext_t *uc = ucv;
+    uint64_t hi = 0, end = 0;
+    int next = fill_prologue(st, uc, unwinder, bounds, &hi, &end);
+    if (next == FILL_DONE) return;
+    if (next == FILL_ASK_KERNEL) {
+        uint64_t sp = st->sp;
+        end = sw_readable_stack_end(sp, hi);
+        atomic_fetch_add_explicit(&g_bounds_checks, 1, memory_order_relaxed);
+        if (end < hi && end - sp < SW_WALK_SPAN) atomic_fetch_add_explicit(&g_cut_at_unmapped, 1, memory_order_relaxed);
+        if (bounds != NULL) bounds->readable = end;
+    }
+    if (unwinder != SW_UNWIND_FRAME_POINTER) return;
+    fill_walk(st, uc, max_frames, end);
+}
+
+static _Atomic uint64_t g_ring_pc_only;
+
+uint64_t sw_stack_fill_pc_only_count(void) {
+    return atomic_load_explicit(&g_ring_pc_only, memory_order_relaxed);
+}
+
+// async-signal-safe, and no system call at all (the timer ring's handler): a stack whose readable
+// end only the kernel could tell (not below the thread pointer, not the main thread's) gives its
+// PC only, stopped with SW_STOP_STACK_UNKNOWN, and is counted (sw_stack_fill_pc_only_count).
+SW_RAW_STACK_READER void sw_capture_fill_nosys(sw_stack_t *st, const void *ucv, uint32_t max_frames,
+                                               sw_stack_bounds_t *bounds) {
+    const ucontext_t *uc = ucv;
+    uint64_t hi = 0, end = 0;
+    int next = fill_prologue(st, uc, SW_UNWIND_FRAME_POINTER, bounds, &hi, &end);
+    if (next == FILL_DONE) return;
+    if (next == FILL_ASK_KERNEL) {
+        st->truncated = 1;
+        st->stop_reason = SW_STOP_STACK_UNKNOWN;
+        atomic_fetch_add_explicit(&g_ring_pc_only, 1, memory_order_relaxed);
+        return;
+    }
+    fill_walk(st, uc, max_frames, end);
 }
 
 uint64_t sw_stack_fill_cut_count(void) {

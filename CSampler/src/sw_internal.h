@@ -137,6 +137,13 @@ typedef struct sw_stack_bounds {
 void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unwinder_t unwinder, uint32_t max_frames,
                      sw_stack_bounds_t *bounds);
 
+/// sw_capture_fill for the timer ring's handler: frame-pointer walk only, and no system call at all.
+/// A stack not below the thread pointer and not the main thread's gives its PC only. async-signal-safe.
+void sw_capture_fill_nosys(sw_stack_t *st, const void *ucv, uint32_t max_frames, sw_stack_bounds_t *bounds);
+
+/// Ring samples that kept the PC only (their stack's end could not be known without the kernel).
+uint64_t sw_stack_fill_pc_only_count(void);
+
 /// Captures whose readable end was asked of the kernel (a stack not below its thread pointer).
 uint64_t sw_stack_bounds_checks(void);
 
@@ -202,8 +209,17 @@ typedef struct sw_walk_result {
 
 /// Walks from `regs` (outer = 0: regs.pc is the interrupted PC and is appended first; 1: it is a
 /// return address already in `out`). Returns 0 when it reached the root. async-signal-safe.
+/// Picks sw_walk_guarded or sw_walk_live by mem->guard_tables; handlers call sw_walk_live.
 int sw_walk(const sw_walk_regs_t *regs, const sw_walk_mem_t *mem, int outer, uint64_t *out, uint32_t *count,
             uint32_t cap, sw_walk_result_t *res);
+
+/// sw_walk for a handler on the sampled thread: tables read in place, mem->guard_tables ignored.
+/// async-signal-safe, and no system call.
+int sw_walk_live(const sw_walk_regs_t *regs, const sw_walk_mem_t *mem, int outer, uint64_t *out, uint32_t *count,
+                 uint32_t cap, sw_walk_result_t *res);
+/// sw_walk off the sampled thread: fault-safe table reads, mem->deadline_ns honoured.
+int sw_walk_guarded(const sw_walk_regs_t *regs, const sw_walk_mem_t *mem, int outer, uint64_t *out,
+                    uint32_t *count, uint32_t cap, sw_walk_result_t *res);
 
 // ---- off-thread libunwind (remote_unwind.c) -------------------------------------------------
 

@@ -44,10 +44,13 @@ enum {
 /// The row of the unwind table that applies at `pc`. `pc` is the interrupted PC of frame 0, or a
 /// return address minus one for outer frames (so a call at the end of a function finds its own FDE).
 /// Finds the object with _dl_find_object (lock-free, current after dlclose: never the loader lock)
-/// and reads its .eh_frame_hdr search table and .eh_frame in place, or, with `guarded` (walks off
-/// the sampled thread, which may have dlclosed the object since), through fault-safe copies.
-/// Bounded: at most SW_CFI_MAX_OPS instructions interpreted. async-signal-safe.
-int sw_cfi_find_row(uint64_t pc, sw_cfi_row_t *row, int guarded);
+/// and reads its .eh_frame_hdr search table and .eh_frame in place. Bounded: at most SW_CFI_MAX_OPS
+/// instructions interpreted. async-signal-safe, and no system call (handlers).
+int sw_cfi_find_row(uint64_t pc, sw_cfi_row_t *row);
+
+/// The same through fault-safe copies (process_vm_readv): for walks off the sampled thread, which
+/// may have dlclosed the object since. async-signal-safe (system calls).
+int sw_cfi_find_row_guarded(uint64_t pc, sw_cfi_row_t *row);
 
 /// Most CFA instructions interpreted for one row: a bound on the handler's time.
 #define SW_CFI_MAX_OPS 512

@@ -308,40 +308,49 @@ static int run(const uint8_t *p, const uint8_t *end, const cie_t *cie, uint64_t 
     return !c.bad;
 }
 
-// Copies `len` table bytes at `src` into `dst`: in place in a handler, by a fault-safe read when
-// guarded. Returns 0 when they cannot be read (the object is gone).
-static int table_read(void *dst, uint64_t src, size_t len, int guarded) {
-    if (!guarded) {
-        memcpy(dst, (const void *)(uintptr_t)src, len);
-        return 1;
+// The address of the FDE covering `pc` through the binary-search table of .eh_frame_hdr, or 0.
+// Defined twice from one body: in place (handlers: plain loads, no system call) and guarded (off
+// the sampled thread: fault-safe copies, a system call each). Two functions rather than a flag, so
+// that the call graph of the handler's version — which scripts/check-handler-safety.py reads from
+// the objects — holds no system call at all.
+#define SW_DEFINE_FIND_FDE(NAME, READ)                                                          \
+    static uint64_t NAME(uint64_t hdr, uint64_t pc) {                                           \
+        uint8_t h[12];                                                                          \
+        if (!READ(h, hdr, sizeof h)) return 0;                                                  \
+        /* version 1; eh_frame_ptr; fde_count (udata4); table of datarel sdata4 pairs, sorted. */ \
+        if (h[0] != 1 || h[2] != PE_UDATA4 || h[3] != (PE_DATAREL | PE_SDATA4)) return 0;       \
+        uint8_t ptr_enc = h[1] & 0x0f;                                                          \
+        if (ptr_enc != PE_SDATA4 && ptr_enc != PE_UDATA4) return 0;                             \
+        uint32_t n;                                                                             \
+        memcpy(&n, h + 8, 4);                                                                   \
+        uint64_t table = hdr + 12;                                                              \
+        uint32_t lo = 0, hi = n;                                                                \
+        while (lo < hi) { /* last entry whose initial location is <= pc */                      \
+            uint32_t mid = lo + (hi - lo) / 2;                                                  \
+            int32_t start;                                                                      \
+            if (!READ(&start, table + 8 * (uint64_t)mid, 4)) return 0;                          \
+            if (hdr + (uint64_t)(int64_t)start <= pc) lo = mid + 1;                             \
+            else hi = mid;                                                                      \
+        }                                                                                       \
+        if (lo == 0) return 0;                                                                  \
+        int32_t fde;                                                                            \
+        if (!READ(&fde, table + 8 * (uint64_t)(lo - 1) + 4, 4)) return 0;                       \
+        return hdr + (uint64_t)(int64_t)fde;                                                    \
     }
+
+// async-signal-safe: table bytes read in place (the sampled thread itself, whose objects stay).
+static int read_in_place(void *dst, uint64_t src, size_t len) {
+    memcpy(dst, (const void *)(uintptr_t)src, len);
+    return 1;
+}
+
+// async-signal-safe (a system call): a fault-safe copy; 0 when the bytes are gone (dlclosed).
+static int read_guarded(void *dst, uint64_t src, size_t len) {
     return sw_read_own(dst, src, len) == len;
 }
 
-// The address of the FDE covering `pc` through the binary-search table of .eh_frame_hdr, or 0.
-static uint64_t find_fde(uint64_t hdr, uint64_t pc, int guarded) {
-    uint8_t h[12];
-    if (!table_read(h, hdr, sizeof h, guarded)) return 0;
-    // version 1; eh_frame_ptr; fde_count (udata4); table of datarel sdata4 pairs, sorted.
-    if (h[0] != 1 || h[2] != PE_UDATA4 || h[3] != (PE_DATAREL | PE_SDATA4)) return 0;
-    uint8_t ptr_enc = h[1] & 0x0f;
-    if (ptr_enc != PE_SDATA4 && ptr_enc != PE_UDATA4) return 0;
-    uint32_t n;
-    memcpy(&n, h + 8, 4);
-    uint64_t table = hdr + 12;
-    uint32_t lo = 0, hi = n;
-    while (lo < hi) { // last entry whose initial location is <= pc
-        uint32_t mid = lo + (hi - lo) / 2;
-        int32_t start;
-        if (!table_read(&start, table + 8 * (uint64_t)mid, 4, guarded)) return 0;
-        if (hdr + (uint64_t)(int64_t)start <= pc) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo == 0) return 0;
-    int32_t fde;
-    if (!table_read(&fde, table + 8 * (uint64_t)(lo - 1) + 4, 4, guarded)) return 0;
-    return hdr + (uint64_t)(int64_t)fde;
-}
+SW_DEFINE_FIND_FDE(find_fde_in_place, read_in_place)
+SW_DEFINE_FIND_FDE(find_fde_guarded, read_guarded)
 
 // Parses the FDE whose bytes are at `fde` (object address `fde_addr`) and its CIE (`cie`, at
 // `cie_addr`; NULL: found in place from the FDE); fills the rules at `target` (or, with target
@@ -390,41 +399,56 @@ __attribute__((noinline)) static int rules_guarded(uint64_t fde_addr, uint64_t p
     // Each record's length first, then exactly its bytes: process_vm_readv never splits one
     // buffer, so a read past the end of .eh_frame's mapping would fail whole (seen under ASan:
     // the function's FDE sat within a buffer's length of the segment's end).
-    if (!table_read(&len32, fde_addr, 4, 1)) return SW_CFI_NO_INFO;
+    if (!read_guarded(&len32, fde_addr, 4)) return SW_CFI_NO_INFO;
     if (len32 == 0) return SW_CFI_NO_INFO;
     if (len32 < 4 || len32 > sizeof fde - 4) return SW_CFI_UNSUPPORTED;
-    if (!table_read(fde, fde_addr, 4 + (size_t)len32, 1)) return SW_CFI_NO_INFO;
+    if (!read_guarded(fde, fde_addr, 4 + (size_t)len32)) return SW_CFI_NO_INFO;
     memcpy(&cie_ptr, fde + 4, 4);
     if (cie_ptr == 0) return SW_CFI_NO_INFO;
     uint64_t cie_addr = fde_addr + 4 - cie_ptr;
-    if (!table_read(&cie_len, cie_addr, 4, 1)) return SW_CFI_NO_INFO;
+    if (!read_guarded(&cie_len, cie_addr, 4)) return SW_CFI_NO_INFO;
     if (cie_len < 4 || cie_len > sizeof cie - 4) return SW_CFI_UNSUPPORTED;
-    if (!table_read(cie, cie_addr, 4 + (size_t)cie_len, 1)) return SW_CFI_NO_INFO;
+    if (!read_guarded(cie, cie_addr, 4 + (size_t)cie_len)) return SW_CFI_NO_INFO;
     return rules_at(fde, fde_addr, cie, cie_addr, pc, 1, r);
 }
 
-// async-signal-safe: _dl_find_object and reads of the object's own read-only tables (guarded: by
-// process_vm_readv, also async-signal-safe, used off the sampled thread only).
-int sw_cfi_find_row(uint64_t pc, sw_cfi_row_t *row, int guarded) {
+// async-signal-safe: the row from the rules found, or why there is none.
+static int row_from_rules(int rc, const rules_t *r, sw_cfi_row_t *row) {
+    if (rc != SW_CFI_OK) return rc;
+    if (r->cfa_unsupported || (r->cfa_reg != SW_DWARF_SP && r->cfa_reg != SW_DWARF_FP)) return SW_CFI_UNSUPPORTED;
+    row->cfa_reg = r->cfa_reg;
+    row->cfa_off = r->cfa_off;
+    row->fp_rule = r->fp_rule;
+    row->fp_off = r->fp_off;
+    row->ra_rule = r->ra_rule;
+    row->ra_off = r->ra_off;
+    return SW_CFI_OK;
+}
+
+// async-signal-safe, no system call: _dl_find_object and loads of the object's own read-only tables.
+int sw_cfi_find_row(uint64_t pc, sw_cfi_row_t *row) {
     struct dl_find_object fo;
     if (_dl_find_object((void *)(uintptr_t)pc, &fo) != 0) return SW_CFI_NO_MODULE;
     if (fo.dlfo_eh_frame == NULL) return SW_CFI_NO_INFO;
-    uint64_t fde = find_fde((uint64_t)(uintptr_t)fo.dlfo_eh_frame, pc, guarded);
+    uint64_t fde = find_fde_in_place((uint64_t)(uintptr_t)fo.dlfo_eh_frame, pc);
     if (fde == 0 || fde < (uint64_t)(uintptr_t)fo.dlfo_map_start || fde >= (uint64_t)(uintptr_t)fo.dlfo_map_end) {
         return SW_CFI_NO_INFO;
     }
     rules_t r;
-    int rc = guarded ? rules_guarded(fde, pc, &r)
-                     : rules_at((const uint8_t *)(uintptr_t)fde, fde, NULL, 0, pc, 1, &r);
-    if (rc != SW_CFI_OK) return rc;
-    if (r.cfa_unsupported || (r.cfa_reg != SW_DWARF_SP && r.cfa_reg != SW_DWARF_FP)) return SW_CFI_UNSUPPORTED;
-    row->cfa_reg = r.cfa_reg;
-    row->cfa_off = r.cfa_off;
-    row->fp_rule = r.fp_rule;
-    row->fp_off = r.fp_off;
-    row->ra_rule = r.ra_rule;
-    row->ra_off = r.ra_off;
-    return SW_CFI_OK;
+    return row_from_rules(rules_at((const uint8_t *)(uintptr_t)fde, fde, NULL, 0, pc, 1, &r), &r, row);
+}
+
+// async-signal-safe (system calls: process_vm_readv, getpid); used off the sampled thread only.
+int sw_cfi_find_row_guarded(uint64_t pc, sw_cfi_row_t *row) {
+    struct dl_find_object fo;
+    if (_dl_find_object((void *)(uintptr_t)pc, &fo) != 0) return SW_CFI_NO_MODULE;
+    if (fo.dlfo_eh_frame == NULL) return SW_CFI_NO_INFO;
+    uint64_t fde = find_fde_guarded((uint64_t)(uintptr_t)fo.dlfo_eh_frame, pc);
+    if (fde == 0 || fde < (uint64_t)(uintptr_t)fo.dlfo_map_start || fde >= (uint64_t)(uintptr_t)fo.dlfo_map_end) {
+        return SW_CFI_NO_INFO;
+    }
+    rules_t r;
+    return row_from_rules(rules_guarded(fde, pc, &r), &r, row);
 }
 
 // Outside handlers. A function built with frame pointers makes the frame pointer its CFA once

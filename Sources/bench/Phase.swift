@@ -15,6 +15,11 @@ enum Mode: String, Codable, Hashable, CaseIterable {
     case thread
     /// Sampler thread, request/answer, PC only: the bare signal round trip.
     case floor
+    /// No signal: a perf task-clock event on the thread, the kernel's call chain plus registers and
+    /// a stack copy for the table walk, its mmap ring drained like the timer ring's.
+    case perf
+    /// The same perf event with the kernel's call chain only (no stack copy): the perf driver's floor.
+    case perfChain
 }
 
 /// One phase to run: a mode, its interval and its unwinder.
@@ -30,6 +35,8 @@ struct PhaseSpec: Hashable {
         case .timer: "timer/fp"
         case .timerEmpty: "timer/empty"
         case .thread: "thread/\(unwinder)"
+        case .perf: "perf/chain+stack"
+        case .perfChain: "perf/chain"
         }
     }
 }
@@ -52,6 +59,10 @@ struct PhaseOutcome {
     var droppedSamples: Int
     /// Gaps (minus a typical iteration) that contain no sample: the VM's and kernel's own interruptions.
     var backgroundGaps: [Int]
+    /// The workload threads' system calls over the phase, counted by the kernel (raw_syscalls
+    /// tracepoint): all, and rt_sigreturn among them (a handler's return, not its own). `nil` when
+    /// the tracepoint is not readable here.
+    var systemCalls: (all: Int, sigreturn: Int)?
 }
 
 /// Runs phases against one workload and attributes samples to the workload's gaps.
@@ -78,9 +89,14 @@ struct PhaseRunner {
                                    maxFrames: 128, log: log)
         case .floor: ThreadDriver(targets: tids, intervalNanoseconds: intervalNs, unwinder: SW_UNWIND_NONE,
                                   maxFrames: 1, log: log)
+        case .perf: PerfDriver(targets: tids, intervalNanoseconds: intervalNs, drainEveryNanoseconds: 1_000_000_000,
+                               stackBytes: SW_PERF_RING_DEFAULT_STACK_BYTES, log: log)
+        case .perfChain: PerfDriver(targets: tids, intervalNanoseconds: intervalNs, drainEveryNanoseconds: 1_000_000_000,
+                                    stackBytes: 0, log: log)
         }
         _ = log.take()
         let cursors = workload.workers.map(\.gapCursor)
+        let counters = SystemCallCounters(tids)
         try driver?.begin()
         // The window opens once the driver is past its setup: what allocates in it is the sampling path.
         let m0 = bench_malloc_count_process()
@@ -93,6 +109,8 @@ struct PhaseRunner {
         let t1 = Workload.now()
         let m1 = bench_malloc_count_process()
         let cost = driver?.end() ?? DriverCost(samples: 0, failures: 0, samplerCPUNanoseconds: 0, samplerMallocs: 0)
+        // After end(): the last signal in flight has returned; the ring's setup and stop ran elsewhere.
+        let systemCalls = counters.finish()
         let (samples, dropped) = log.take()
         var byTid: [Int32: [Gap]] = [:]
         for (k, worker) in workload.workers.enumerated() {
@@ -117,8 +135,62 @@ struct PhaseRunner {
         return PhaseOutcome(wallNanoseconds: t1 - t0, iterations: i1 - i0, gapStolenNanoseconds: s1 - s0,
                             cost: cost, processMallocs: Int(m1 - m0), samples: samples,
                             stolenPerSample: stolen, tailPerSample: tails, belowThreshold: below, droppedSamples: dropped,
-                            backgroundGaps: background)
+                            backgroundGaps: background, systemCalls: systemCalls)
     }
+}
+
+/// The kernel's count of the workload threads' system calls over one phase (raw_syscalls
+/// tracepoints through perf_event_open: what `perf stat -e raw_syscalls:sys_enter -t TID` counts).
+final class SystemCallCounters {
+    private var counters: [sw_syscall_counter_t] = []
+    /// Why nothing is counted, when it is not.
+    private(set) var unavailable: String?
+    private var start: (all: Int, sigreturn: Int) = (0, 0)
+
+    init(_ tids: [Int32]) {
+        for tid in tids {
+            var c = sw_syscall_counter_t()
+            let rc = sw_syscall_counter_open(tid, &c)
+            guard rc == 0 else {
+                unavailable = "raw_syscalls tracepoint: \(String(cString: strerror(-rc)))"
+                close()
+                return
+            }
+            counters.append(c)
+        }
+        start = read()
+    }
+
+    private func read() -> (all: Int, sigreturn: Int) {
+        var total = (all: 0, sigreturn: 0)
+        for i in counters.indices {
+            var all: UInt64 = 0, sigreturn: UInt64 = 0
+            _ = sw_syscall_counter_read(&counters[i], &all, &sigreturn)
+            total.all += Int(all)
+            total.sigreturn += Int(sigreturn)
+        }
+        return total
+    }
+
+    private func close() {
+        for i in counters.indices { sw_syscall_counter_close(&counters[i]) }
+        counters = []
+    }
+
+    /// The counts since the start, and stops counting; `nil` when unavailable.
+    func finish() -> (all: Int, sigreturn: Int)? {
+        guard unavailable == nil else { return nil }
+        let end = read()
+        close()
+        return (end.all - start.all, end.sigreturn - start.sigreturn)
+    }
+
+    /// Whether the tracepoint can be counted here (probed on the calling thread).
+    static let reasonUnavailable: String? = {
+        let probe = SystemCallCounters([ThreadID.current.rawValue])
+        _ = probe.finish()
+        return probe.unavailable
+    }()
 }
 
 /// Matches each sample with the gap (sorted by start) that contains its handler's start time.

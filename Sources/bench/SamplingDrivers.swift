@@ -248,6 +248,97 @@ final class TimerDriver: SamplingDriver, @unchecked Sendable {
     }
 }
 
+/// A perf task-clock event on each target (no signal); a reader thread drains the kernel's rings
+/// once per `drainEvery`, as the watchdog would — no thread wakes per sample.
+final class PerfDriver: SamplingDriver, @unchecked Sendable {
+    // @unchecked: `rings` and `thread` are written by begin() before the reader thread starts and
+    // read by it; end() runs on the bench main thread after stopping the reader.
+    private let targets: [Int32]
+    private let interval: Int
+    private let drainEvery: Int
+    private let stackBytes: UInt32
+    private let log: SampleLog
+    private let running = Atomic<Bool>(false)
+    private let ready = Atomic<Bool>(false)
+    private let cpu = Atomic<Int>(0)
+    private let drained = Atomic<Int>(0)
+    private let lost = Atomic<Int>(0)
+    private let mallocs = Atomic<Int>(0)
+    private var rings: [Int32] = []
+    private var thread = pthread_t()
+    private let capacity: UInt32
+
+    init(targets: [Int32], intervalNanoseconds: Int, drainEveryNanoseconds: Int, stackBytes: UInt32, log: SampleLog) {
+        self.targets = targets
+        self.interval = intervalNanoseconds
+        self.drainEvery = drainEveryNanoseconds
+        self.stackBytes = stackBytes
+        self.log = log
+        let perDrain = Double(drainEvery) / Double(max(intervalNanoseconds, 1_000_000))
+        capacity = UInt32(min(4096, max(16, Int(perDrain * 2) + 8)))
+    }
+
+    func begin() throws {
+        rings = []
+        for target in targets {
+            let ring = sw_perf_ring_start(target, Int64(interval), 128, capacity, stackBytes)
+            guard ring >= 0 else {
+                for r in rings { _ = sw_perf_ring_release(r) }
+                throw BenchError("sw_perf_ring_start(\(target)) failed: \(ring) (\(String(cString: strerror(-ring))))")
+            }
+            rings.append(ring)
+        }
+        running.store(true, ordering: .releasing)
+        thread = try spawnThread { [self] in loop() }
+        while !ready.load(ordering: .acquiring) { usleep(200) }
+    }
+
+    private func loop() {
+        let me = ThreadID.current.rawValue
+        let buffer = UnsafeMutablePointer<sw_stack_t>.allocate(capacity: Int(capacity))
+        defer { buffer.deallocate() }
+        let cpuStart = threadCPUNanoseconds(me)
+        let mallocStart = bench_malloc_count_thread()
+        ready.store(true, ordering: .releasing)
+        var next = Workload.now()
+        var stopping = false
+        while !stopping {
+            next += drainEvery
+            var ts = timespec(tv_sec: next / 1_000_000_000, tv_nsec: next % 1_000_000_000)
+            while running.load(ordering: .acquiring) &&
+                    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+            stopping = !running.load(ordering: .acquiring)
+            for ring in rings {
+                var count: UInt32 = 0
+                repeat {
+                    let l = sw_perf_ring_read(ring, buffer, capacity, &count)
+                    if l > 0 { lost.add(Int(l), ordering: .relaxed) }
+                    for i in 0..<Int(count) {
+                        log.record(Sample(tid: buffer[i].tid, takenAt: Int(buffer[i].taken_at_ns), latency: 0,
+                                          handler: 0, frames: Int(buffer[i].count)))
+                    }
+                    drained.add(Int(count), ordering: .relaxed)
+                } while count == capacity
+            }
+        }
+        mallocs.store(Int(bench_malloc_count_thread() - mallocStart), ordering: .relaxed)
+        cpu.store(threadCPUNanoseconds(me) - cpuStart, ordering: .releasing)
+    }
+
+    func end() -> DriverCost {
+        for ring in rings { _ = sw_perf_ring_stop(ring) }
+        running.store(false, ordering: .releasing)
+        pthread_join(thread, nil)
+        for ring in rings { _ = sw_perf_ring_release(ring) }
+        return DriverCost(samples: drained.load(ordering: .relaxed), failures: lost.load(ordering: .relaxed),
+                          samplerCPUNanoseconds: cpu.load(ordering: .acquiring),
+                          samplerMallocs: mallocs.load(ordering: .relaxed))
+    }
+}
+
+/// Runs `body` on a new pthread (for drivers outside this file's private helper).
+func spawnThread(_ body: @escaping @Sendable () -> Void) throws -> pthread_t { try spawn(body) }
+
 /// A benchmark failure with a message for the user.
 struct BenchError: Error, CustomStringConvertible {
     var description: String

@@ -62,6 +62,11 @@ struct CostRow: Codable {
     var processMallocsDuringSampling: Int
     var samplerThreadMallocs: Int
     var note: String?
+    /// System calls the sampled thread made per sample beyond its unsampled off phase (rt_sigreturn
+    /// left out), counted by the kernel; `nil` when not counted (tracepoint unavailable, peers).
+    var systemCallsPerSample: Double?
+    /// rt_sigreturn per sample: one per handler run, 0 where no signal is delivered.
+    var sigreturnsPerSample: Double?
 
     /// Builds a row from per-round (phase, off phase) pairs.
     init(label: String, rounds: [(on: PhaseOutcome, off: PhaseOutcome)]) {
@@ -95,6 +100,16 @@ struct CostRow: Codable {
         failures = rounds.map(\.on.cost.failures).reduce(0, +)
         processMallocsDuringSampling = rounds.map(\.on.processMallocs).reduce(0, +)
         samplerThreadMallocs = rounds.map(\.on.cost.samplerMallocs).reduce(0, +)
+        let counted = rounds.compactMap { r -> (own: Double, sigreturn: Int, samples: Int)? in
+            guard let on = r.on.systemCalls, let off = r.off.systemCalls else { return nil }
+            let scale = Double(r.on.wallNanoseconds) / Double(max(r.off.wallNanoseconds, 1))
+            return (Double(on.all - on.sigreturn) - Double(off.all - off.sigreturn) * scale, on.sigreturn, r.on.cost.samples)
+        }
+        let countedSamples = counted.map(\.samples).reduce(0, +)
+        if !rounds.isEmpty && counted.count == rounds.count && countedSamples > 0 {
+            systemCallsPerSample = counted.map(\.own).reduce(0, +) / Double(countedSamples)
+            sigreturnsPerSample = Double(counted.map(\.sigreturn).reduce(0, +)) / Double(countedSamples)
+        }
     }
 
     /// Builds a row for a peer measured in child processes (no sampler thread, no latency).

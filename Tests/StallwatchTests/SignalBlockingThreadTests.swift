@@ -51,7 +51,7 @@ struct SignalBlockingThreadTests {
     }
 }
 
-private func blockEverySignal() {
+func blockEverySignal() {
     var all = sigset_t()
     sigfillset(&all)
     pthread_sigmask(SIG_BLOCK, &all, nil)

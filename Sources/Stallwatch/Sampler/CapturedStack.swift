@@ -31,6 +31,9 @@ package struct CapturedStack: Sendable, Hashable, Codable {
     /// The request the interrupted code served (``StallAttribution``'s tag, read by the signal
     /// handler from the thread's current task); `nil` when none or when no handler ran.
     var requestTag: UInt64?
+    /// What took the sample: the signal's handler (a request, the timer ring) or the kernel (a perf
+    /// event); `nil` for a stack made by hand or decoded from an older encoding.
+    package var driver: SamplingDriver?
 
     /// Creates a stack value (mostly for tests and decoding).
     package init(thread: ThreadID, frames: [UInt], unwinder: Unwinder, truncated: Bool = false,
@@ -65,6 +68,7 @@ package struct CapturedStack: Sendable, Hashable, Codable {
         self.walkEnd = StackEnd(c: raw.pointee.stop_reason)
         self.tableFrames = Int(raw.pointee.table_frames)
         self.requestTag = raw.pointee.request_tag == 0 ? nil : raw.pointee.request_tag
+        self.driver = Int32(raw.pointee.driver) == Int32(SW_DRIVER_PERF) ? .perfEvent : .timerSignal
     }
 
     /// Samples whose walk ended early, counted by why; `nil` when every walk reached its root.

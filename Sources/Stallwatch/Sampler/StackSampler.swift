@@ -35,6 +35,15 @@ package final class StackSampler: Sendable {
         /// recovered from the kernel's SP/PC instead (``Unwinder/syscallScan``).
         package var signalThreadsInSystemCalls: Bool = false
 
+        /// When `true`, sampling rings (``SamplingRing``, and so the watchdog's sampling of stalled
+        /// loops) use a kernel perf event on the thread (`perf_event_open`, a task-clock event whose
+        /// samples the kernel writes into a memory-mapped ring) where the kernel permits it: no
+        /// signal is delivered, and threads that block every signal are sampled too. Where it is
+        /// refused (`kernel.perf_event_paranoid` above 2, a container's seccomp profile) the timer
+        /// ring's signal samples the thread instead, the watchdog logs why, and reports name the
+        /// driver that sampled. Default `false`: the timer ring.
+        package var signalFreeSampling: Bool = false
+
         /// The defaults: SIGPROF, chaining, frame pointers, 128 frames, 100 ms timeout.
         package init() {}
 

@@ -76,7 +76,11 @@ public final class Watchdog: Sendable {
                  metrics: WatchdogMetrics? = .standard,
                  onEvent: (@Sendable (WatchdogEvent) -> Void)? = nil) throws {
         self.configuration = try configuration.validated()
-        self.sampler = try sampler ?? StackSampler()
+        self.sampler = try sampler ?? StackSampler(configuration: {
+            var c = StackSampler.Configuration()
+            c.signalFreeSampling = configuration.signalFreeSampling
+            return c
+        }())
         self.logger = logger
         self.handler = onEvent
         self.metrics = metrics

@@ -89,6 +89,11 @@ extension WatchdogEngine {
                 m.ring = try SamplingRing(sampler: sampler, thread: thread, interval: samplingIntervalForNewRing(),
                                           clock: .threadCPU, capacity: max(configuration.ringCapacity, 1),
                                           maxFrames: configuration.maxFrames)
+                if let reason = m.ring?.fallbackReason, !perfRefusalLogged {
+                    perfRefusalLogged = true
+                    logger.warning("signal-free sampling refused by the kernel; the timer ring's signal samples instead", metadata: [
+                        "loop": "\(m.source.name)", "thread": "\(thread.rawValue)", "reason": "\(reason)"])
+                }
             } catch {
                 // Once per thread: a loop thread that blocks the signal (or is gone) is still
                 // watched and classified, just not sampled while it runs.
@@ -186,7 +191,12 @@ extension WatchdogEngine {
                 loopName: m.source.name, thread: thread, start: start, elapsed: elapsed, cause: cause,
                 evidence: m.evidence, round: facts, processCPUPercent: processCPUPercent(facts, now: now),
                 counters: counters, lateness: lateness,
-                sampling: m.ring != nil ? SamplingFacts(interval: sampling.interval, reason: sampling.reason) : nil),
+                sampling: m.ring.map { ring in
+                    var facts = SamplingFacts(interval: sampling.interval, reason: sampling.reason)
+                    facts.driver = ring.driver.name
+                    facts.driverFallback = ring.fallbackReason
+                    return facts
+                }),
             samples: m.samples)
         m.detector.record(report: report)
         m.reportedSignature = signature

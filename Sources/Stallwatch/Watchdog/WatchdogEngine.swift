@@ -29,6 +29,8 @@ final class WatchdogEngine {
     /// Set while the sampling signal is not ours: no ring, no signal capture, only /proc evidence.
     var signalLost: SignalOwnership?
     var maySignal: Bool { signalLost == nil }
+    /// Set once the kernel's refusal of the perf-event driver has been logged (once per watchdog).
+    var perfRefusalLogged = false
     /// This round's time for one-off captures of stalled threads, and the loops that used it.
     var captureBudget = CaptureBudget(end: MonotonicInstant(nanoseconds: 0), limit: .zero)
     var cpuPolicy: CPUPolicy

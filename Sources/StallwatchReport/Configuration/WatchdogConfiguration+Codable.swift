@@ -7,7 +7,7 @@ extension WatchdogConfiguration: Codable {
         case thresholdNanoseconds, checkPeriodNanoseconds, sampleIntervalNanoseconds
         case ringCapacity, maxFrames, threadCountCutoff, suspensionLimitNanoseconds
         case reportCapPerWindow, reportWindowNanoseconds, sampleContinuously, suspicionFraction, cpu
-        case watchPoolJobs, poolScanPeriodNanoseconds, reclaimSignal, writePprof
+        case watchPoolJobs, poolScanPeriodNanoseconds, reclaimSignal, writePprof, signalFreeSampling
         case samplerBudget, sampleCostNanoseconds, busyLoopWindowNanoseconds
     }
 
@@ -37,7 +37,8 @@ extension WatchdogConfiguration: Codable {
             writePprof: try c.decodeIfPresent(Bool.self, forKey: .writePprof) ?? defaults.writePprof,
             samplerBudget: try c.decodeIfPresent(Double.self, forKey: .samplerBudget) ?? defaults.samplerBudget,
             sampleCost: try duration(.sampleCostNanoseconds) ?? defaults.sampleCost,
-            busyLoopWindow: try duration(.busyLoopWindowNanoseconds) ?? defaults.busyLoopWindow
+            busyLoopWindow: try duration(.busyLoopWindowNanoseconds) ?? defaults.busyLoopWindow,
+            signalFreeSampling: try c.decodeIfPresent(Bool.self, forKey: .signalFreeSampling) ?? defaults.signalFreeSampling
         )
     }
 
@@ -63,6 +64,7 @@ extension WatchdogConfiguration: Codable {
         try c.encode(samplerBudget, forKey: .samplerBudget)
         try c.encode(sampleCost.clampedNanoseconds, forKey: .sampleCostNanoseconds)
         try c.encode(busyLoopWindow.clampedNanoseconds, forKey: .busyLoopWindowNanoseconds)
+        try c.encode(signalFreeSampling, forKey: .signalFreeSampling)
     }
 }
 

@@ -57,6 +57,11 @@ public struct WatchdogConfiguration: Sendable, Equatable {
     /// Also write each stored report's samples as a gzipped pprof profile (`<report>.pb.gz`) beside
     /// its JSON file, for `go tool pprof`, Pyroscope and Parca (false). Evicted with its report.
     public var writePprof: Bool
+    /// Sample a stalled thread with a perf event (the kernel copies its registers and stack; no
+    /// signal reaches the thread) where the kernel permits it, and with the timer ring's signal
+    /// where it does not: `perf_event_paranoid`, seccomp or a container refuses it, and the report's
+    /// `sampling.driverFallback` says so (false: always the timer ring, the measured default).
+    public var signalFreeSampling: Bool
     /// The CPU sampling may take, as a fraction of one core (0.001 = 0.1 %; 0 for no limit). With
     /// many loops stalled at once the watchdog stretches their sampling interval to stay inside it
     /// (the sampling governor); each report states the interval it was sampled at and why.
@@ -90,7 +95,8 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         writePprof: Bool = false,
         samplerBudget: Double = 0.001,
         sampleCost: Duration = .microseconds(20),
-        busyLoopWindow: Duration = .seconds(30)
+        busyLoopWindow: Duration = .seconds(30),
+        signalFreeSampling: Bool = false
     ) {
         let period = checkPeriod ?? threshold / 2
         self.threshold = threshold
@@ -112,6 +118,7 @@ public struct WatchdogConfiguration: Sendable, Equatable {
         self.samplerBudget = samplerBudget
         self.sampleCost = sampleCost
         self.busyLoopWindow = busyLoopWindow
+        self.signalFreeSampling = signalFreeSampling
     }
 
     /// The most frames one sample holds (the sampler's fixed capture buffer).

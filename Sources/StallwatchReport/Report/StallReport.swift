@@ -67,6 +67,11 @@ public struct SamplingFacts: Equatable, Sendable, Codable {
     public var intervalNanoseconds: Int64
     /// Why.
     public var reason: Reason
+    /// What took the samples: `timer-signal` (a CPU-clock timer and the sampling signal) or
+    /// `perf-event` (the kernel, no signal); absent in reports written before it was recorded.
+    public var driver: String?
+    /// Why the perf-event driver was configured and not used (the kernel's refusal), if it was not.
+    public var driverFallback: String?
 
     /// Facts of a loop's sampling.
     public init(interval: Duration, reason: Reason) {

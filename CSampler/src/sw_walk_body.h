@@ -1,0 +1,175 @@
+// The body of the hybrid walk (unwind_walk.c), compiled twice: included with SW_WALK_NAME,
+// SW_WALK_FIND_ROW and SW_WALK_GUARDED defined. The handler's version reads unwind tables in place
+// and makes no system call; the guarded one (off the sampled thread) reads them through fault-safe
+// copies and honours the walk's deadline. Two functions, not a flag, so that the handler's call
+// graph, which scripts/check-handler-safety.py reads from the objects, holds no system call.
+// No include guard on purpose.
+SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_mem_t *mem, int outer, uint64_t *out,
+                                uint32_t *count, uint32_t cap, sw_walk_result_t *res) {
+    uint64_t pc = regs->pc, sp = regs->sp, fp = regs->fp, lr = regs->lr;
+    int fp_known = regs->fp_known, lr_known = regs->lr_known;
+    uint32_t n = *count;
+    // The last module looked up: consecutive frames are mostly in one object, and a lookup is a
+    // binary search with cold cache lines, against a nanosecond for the frame record itself.
+    uint64_t mod_lo = 1, mod_hi = 0;
+    int mod_keeps = 0;
+    res->stop = SW_STOP_FRAME_LIMIT;
+    if (!outer) {
+        if (n >= cap) goto done;
+        out[n++] = pc;
+    }
+    for (;;) {
+        if (n >= cap) {
+            res->stop = SW_STOP_FRAME_LIMIT;
+            break;
+        }
+        // A return address points after its call: the call itself is one byte before.
+        uint64_t look = outer ? pc - 1 : pc;
+        uint64_t next_pc, next_sp, next_fp = 0;
+        int next_fp_known = 0;
+        if (outer && fp_known && (look < mod_lo || look >= mod_hi)) {
+            mod_keeps = sw_module_lookup(look, &mod_lo, &mod_hi);
+            if (mod_keeps < 0) {
+                mod_lo = 1; // unknown: not cached, the unwind table decides
+                mod_hi = 0;
+            }
+        }
+        sw_cfi_row_t row;
+        int row_found = 0;
+        int by_record = outer && fp_known && look >= mod_lo && look < mod_hi && mod_keeps == 1;
+        // A module that mostly keeps frame pointers may still hold functions that use the register
+        // for data (hand-written or foreign-compiled code linked in): a link that cannot be a frame
+        // record is handed to the unwind table for this one frame instead of ending the walk.
+        if (by_record && ((fp & ~SW_ASYNC_FP_BIT) != 0) &&
+            ((fp & ~SW_ASYNC_FP_BIT) < sp || (fp & 7) != 0))
+            by_record = 0;
+        if (by_record && (fp & ~SW_ASYNC_FP_BIT) == 0 && res->table_frames < SW_WALK_MAX_TABLE_FRAMES) {
+            // A zero link ends the chain of records, or is a register that frameless code further
+            // down left zero: the table decides (an undefined return address is the thread's entry).
+            if (SW_WALK_FIND_ROW(look, &row) == SW_CFI_OK && row.ra_rule != SW_RULE_UNDEFINED) {
+                by_record = 0;
+                row_found = 1; // the table step below uses it: one lookup, not two
+            }
+        }
+        if (by_record) {
+            fp &= ~SW_ASYNC_FP_BIT;
+            if (fp == 0) {
+                res->stop = SW_STOP_ROOT; // the outermost frame record
+                break;
+            }
+            uint64_t saved_fp, ra;
+            if (!stack_word(mem, fp, &saved_fp) || !stack_word(mem, fp + 8, &ra)) {
+                res->stop = SW_STOP_UNREADABLE;
+                break;
+            }
+            next_pc = sw_arch_code_address(ra);
+            if (next_pc == 0) {
+                res->stop = SW_STOP_ROOT;
+                break;
+            }
+            next_sp = fp + 16;
+            next_fp = saved_fp & ~SW_ASYNC_FP_BIT;
+            // A record that does not lead further up is not followed; the unwind table may still
+            // carry on from the caller, which needs no frame pointer.
+            next_fp_known = next_fp == 0 || next_fp > fp;
+            res->fp_frames++;
+        } else {
+            if (res->table_frames >= SW_WALK_MAX_TABLE_FRAMES) {
+                res->stop = SW_STOP_BUDGET;
+                break;
+            }
+#if SW_WALK_GUARDED
+            if (mem->deadline_ns != 0 && sw_now_ns() >= mem->deadline_ns) {
+                res->stop = SW_STOP_TIMED_OUT;
+                break;
+            }
+#endif
+            int rc = row_found ? SW_CFI_OK : SW_WALK_FIND_ROW(look, &row);
+            if (rc != SW_CFI_OK) {
+                if (!outer) {
+                    res->stop = SW_STOP_NO_ROW_AT_PC; // the caller falls back to frame records
+                    break;
+                }
+                if (rc == SW_CFI_NO_MODULE) {
+                    res->stop = SW_STOP_BAD_LINK; // not code of any loaded object
+                    break;
+                }
+                res->stop = SW_STOP_NO_UNWIND_INFO;
+                break;
+            }
+            uint64_t base;
+            if (row.cfa_reg == SW_DWARF_SP) {
+                base = sp;
+            } else if (fp_known) {
+                base = fp & ~SW_ASYNC_FP_BIT;
+            } else {
+                res->stop = SW_STOP_NEED_FP;
+                break;
+            }
+            uint64_t cfa = base + (uint64_t)row.cfa_off;
+            uint64_t ra = 0;
+            if (row.ra_rule == SW_RULE_UNDEFINED) {
+                res->stop = SW_STOP_ROOT; // the thread's or the process's entry point says so
+                break;
+            } else if (row.ra_rule == SW_RULE_AT_CFA && cfa + (uint64_t)row.ra_off < sp && lr_known) {
+                ra = lr; // arm64 epilogue: LR was reloaded from a slot that is below SP now
+            } else if (row.ra_rule == SW_RULE_AT_CFA) {
+                if (!stack_word(mem, cfa + (uint64_t)row.ra_off, &ra)) {
+                    res->stop = SW_STOP_UNREADABLE;
+                    break;
+                }
+            } else if (row.ra_rule == SW_RULE_SAME && lr_known) {
+                ra = lr; // arm64: a leaf, or a prologue that has not saved LR yet
+            } else {
+                res->stop = SW_STOP_NO_UNWIND_INFO;
+                break;
+            }
+            // The stack only grows back towards its top: a CFA below SP is a bad row or a bad SP.
+            // Equal is fine only when the return address came from a register (arm64 leaf).
+            if (cfa < sp || (cfa == sp && row.ra_rule == SW_RULE_AT_CFA)) {
+                res->stop = SW_STOP_BAD_LINK;
+                break;
+            }
+            next_pc = sw_arch_code_address(ra);
+            if (next_pc == 0) {
+                // Entry points say so with an undefined return address (above); a zero read from
+                // the stack is a wrong row or a wrong CFA, not a root.
+                res->stop = row.ra_rule == SW_RULE_AT_CFA ? SW_STOP_BAD_LINK : SW_STOP_ROOT;
+                break;
+            }
+            if (!sw_maps_is_exec(next_pc)) {
+                res->stop = SW_STOP_BAD_LINK; // never a frame that is not code
+                break;
+            }
+            next_sp = cfa;
+            if (row.fp_rule == SW_RULE_AT_CFA && cfa + (uint64_t)row.fp_off < sp) {
+                // A slot below SP was popped already: an epilogue's `pop rbp` ran and the compiler
+                // did not say the register is restored (clang does not, before `ret`).
+                next_fp = fp;
+                next_fp_known = fp_known;
+            } else if (row.fp_rule == SW_RULE_AT_CFA) {
+                next_fp_known = stack_word(mem, cfa + (uint64_t)row.fp_off, &next_fp);
+            } else if (row.fp_rule == SW_RULE_SAME) {
+                next_fp = fp;
+                next_fp_known = fp_known;
+            } else if (row.fp_rule == SW_RULE_IS_CFA) {
+                next_fp = cfa + (uint64_t)row.fp_off;
+                next_fp_known = 1;
+            }
+            res->table_frames++;
+            if (!outer) res->frame0_by_table = 1;
+        }
+        out[n++] = next_pc;
+        pc = next_pc;
+        sp = next_sp;
+        fp = next_fp;
+        fp_known = next_fp_known;
+        lr_known = 0;
+        outer = 1;
+    }
+done:
+    *count = n;
+    res->pc = pc;
+    res->sp = sp;
+    return res->stop == SW_STOP_ROOT ? 0 : 1;
+}
