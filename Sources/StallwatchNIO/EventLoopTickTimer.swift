@@ -14,11 +14,16 @@ import Synchronization
 /// ```
 ///
 /// SwiftNIO calls ``processedTick(info:)`` on the loop's thread after every tick, with the tick's
-/// start and end. A stall is still *detected* by the watchdog's ping (a tick that is still running
-/// reports nothing); when it is over, its report gets the stalled tick's exact start and end rather
-/// than the ping's view of it. Work SwiftNIO does between ticks (channel handlers run while it
-/// handles I/O, outside any tick) ends exactly where the next tick starts; its start stays the
-/// ping's. Costs one lock and one comparison per tick on top of SwiftNIO's own two clock reads.
+/// start and end. The watchdog then never pings these loops: each ping period it checks whether a
+/// tick ended since it last looked (the loop makes progress) and, if none did, reads the loop
+/// thread's CPU clock and, only when that moved, its `/proc` syscall state — asleep in `epoll_wait`
+/// is idle; running or blocked anywhere else is work that began after the last tick ended, watched
+/// as a busy period until the next tick ends. An idle loop is never woken. When a stall is over,
+/// its report gets the stalled tick's exact start and end. Work SwiftNIO does between ticks
+/// (channel handlers run while it handles I/O, outside any tick) ends exactly where the next tick
+/// starts; its start is placed between the last look that saw the loop free and the first that saw
+/// it busy. Until a loop's first tick, it is pinged. Costs one lock, a few atomics and one
+/// comparison per tick on top of SwiftNIO's own two clock reads.
 public final class EventLoopTickTimer: NIOEventLoopMetricsDelegate, Sendable {
     private let next: (any NIOEventLoopMetricsDelegate)?
     private let probes = Mutex<[ObjectIdentifier: PingProbe]>([:])
@@ -53,8 +58,10 @@ public final class EventLoopTickTimer: NIOEventLoopMetricsDelegate, Sendable {
 
 extension Watchdog {
     /// Watches every event loop of `group`, created with `ticks` as its metrics delegate: each loop
-    /// gets a `PingProbe` (named `<prefix>-0`, `<prefix>-1`, …) that detects its stalls, and the
-    /// loop's own tick times correct each stall's start and duration once it is over.
+    /// gets a `PingProbe` (named `<prefix>-0`, `<prefix>-1`, …) that is not pinged once its loop
+    /// reports ticks (the watchdog looks at the loop's ticks and thread state instead, so an idle
+    /// loop is never woken), and the loop's own tick times correct each stall's start and duration
+    /// once it is over.
     ///
     /// - Returns: the probes, in the group's loop order.
     @discardableResult

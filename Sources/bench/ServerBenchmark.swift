@@ -46,13 +46,16 @@ struct ServerBenchmark: ParsableCommand {
     @Option(help: "Stall threshold given to the server, ms (default: the library's 2 s, as a service runs it).")
     var threshold: Int = 2000
 
+    @Option(name: .customLong("idle-seconds"), help: "Seconds each run is left idle (after start-up, before wrk) to count event-loop and watchdog wake-ups.")
+    var idleSeconds: Double = 5
+
     @Option(help: "Also write the figures as JSON to this file.")
     var json: String?
 
     static let wrk = "/usr/bin/wrk"
 
     func validate() throws {
-        guard rounds >= 1, seconds >= 1, warmup >= 0, connections >= 1, threads >= 1, threshold >= 20 else {
+        guard rounds >= 1, seconds >= 1, warmup >= 0, connections >= 1, threads >= 1, threshold >= 20, idleSeconds >= 0 else {
             throw ValidationError("--rounds, --seconds, --connections, --threads ≥ 1; --warmup ≥ 0; --threshold ≥ 20")
         }
         guard access(Self.wrk, X_OK) == 0 else { throw ValidationError("\(Self.wrk) is missing: scripts/install-deps.sh --bench installs it") }
@@ -93,14 +96,17 @@ struct ServerBenchmark: ParsableCommand {
                                        reportDirectory: reportDirectory)
         defer { server.stop() }
         let url = "http://127.0.0.1:\(server.port)/"
+        let idle = idleSeconds > 0 ? measureIdle(server) : nil
         if warmup > 0 { _ = try runWrk(url: url, seconds: warmup) }
         let captures0 = server.samplerCapturesAnswered()
         let watchdog0 = server.threadCPUNanoseconds(named: "stallwatch")
         let process0 = server.processCPUNanoseconds()
+        let busyWatchdog0 = server.schedStats(threads: { $0 == "stallwatch" })
         let t0 = Workload.now()
         let output = try runWrk(url: url, seconds: seconds)
         let wall = Double(Workload.now() - t0) / 1e9
         let watchdog1 = server.threadCPUNanoseconds(named: "stallwatch")
+        let busyWatchdog = server.schedStats(threads: { $0 == "stallwatch" }).rates(since: busyWatchdog0, seconds: wall)
         let process1 = server.processCPUNanoseconds()
         let captures1 = server.samplerCapturesAnswered()
         guard let result = WrkResult(output: output) else { throw BenchError("could not read wrk's output:\n\(output)") }
@@ -110,7 +116,29 @@ struct ServerBenchmark: ParsableCommand {
                          watchdogThreadFound: watchdog1 != nil,
                          serverCPUMicrosecondsPerRequest: result.requests > 0 ? Double(process1 - process0) / 1000 / Double(result.requests) : .nan,
                          samplerCaptures: zip2(captures0, captures1).map { $1 - $0 },
-                         stallEvents: server.stallEvents)
+                         stallEvents: server.stallEvents, idle: idle,
+                         watchdogWakeupsPerSecondUnderLoad: watchdog ? busyWatchdog.wakeupsPerSecond : nil)
+    }
+
+    /// The idle server: how often its event loops, pool threads and watchdog were put on a CPU
+    /// (schedstat timeslices: one per wake-up of a sleeping thread) over `idleSeconds`, after a
+    /// second to settle from start-up. Nothing talks to the server meanwhile.
+    private func measureIdle(_ server: ServerProcess) -> IdleFigures {
+        usleep(1_000_000)
+        let loops = { (name: String) in name.hasPrefix("NIO-ELT-") }
+        let pool = { (name: String) in name.hasSuffix("-qos") }
+        let dog = { (name: String) in name == "stallwatch" }
+        let l0 = server.schedStats(threads: loops), p0 = server.schedStats(threads: pool), w0 = server.schedStats(threads: dog)
+        let t0 = Workload.now()
+        usleep(UInt32(idleSeconds * 1_000_000))
+        let wall = Double(Workload.now() - t0) / 1e9
+        let l1 = server.schedStats(threads: loops), p1 = server.schedStats(threads: pool), w1 = server.schedStats(threads: dog)
+        let l = l1.rates(since: l0, seconds: wall), p = p1.rates(since: p0, seconds: wall), w = w1.rates(since: w0, seconds: wall)
+        return IdleFigures(seconds: wall, loopThreads: l1.threads, loopWakeupsPerSecond: l.wakeupsPerSecond,
+                           poolThreads: p1.threads, poolWakeupsPerSecond: p.wakeupsPerSecond,
+                           watchdogWakeupsPerSecond: w1.threads > 0 ? w.wakeupsPerSecond : nil,
+                           watchdogCPUPercentOfCore: w1.threads > 0 ? w.cpuPercent : nil,
+                           loadAverage: MachineDescription.current().loadAverage)
     }
 
     private func runWrk(url: String, seconds: Int) throws -> String {
@@ -147,6 +175,23 @@ struct ServerRun: Codable {
     var samplerCaptures: Int?
     /// Stall events the server printed over its whole run (warm-up included).
     var stallEvents: Int
+    /// The idle window before wrk, if measured.
+    var idle: IdleFigures?
+    /// The watchdog thread's wake-ups per second under wrk (nil with the watchdog off).
+    var watchdogWakeupsPerSecondUnderLoad: Double?
+}
+
+/// Wake-ups of the idle server's threads (schedstat timeslices per second), by kind.
+struct IdleFigures: Codable {
+    var seconds: Double
+    var loopThreads: Int
+    /// All event-loop threads together: SwiftNIO runs one tick per wake-up.
+    var loopWakeupsPerSecond: Double
+    var poolThreads: Int
+    var poolWakeupsPerSecond: Double
+    var watchdogWakeupsPerSecond: Double?
+    var watchdogCPUPercentOfCore: Double?
+    var loadAverage: String
 }
 
 /// The rounds, summarised per mode, with the paired A/B differences.
@@ -200,8 +245,36 @@ struct ServerSummary: Codable {
                     + "(timer-ring samples are taken only while a loop is suspected of stalling and the library keeps no counter of them); "
                     + "\(on.map(\.stallEvents).reduce(0, +)) stall(s) reported (none expected)")
         if on.contains(where: { !$0.watchdogThreadFound }) { Swift.print("warning: the watchdog thread was not found in some runs") }
+        let wdWake = Spread(on.compactMap(\.watchdogWakeupsPerSecondUnderLoad))
+        Swift.print("watchdog thread under wrk: \(f(wdWake.median, 1)) wake-ups/s [\(f(wdWake.min, 1))…\(f(wdWake.max, 1))]")
+        printIdle(on: on.compactMap(\.idle), off: off.compactMap(\.idle))
         let errors = runs.map(\.wrk.errors).reduce(0, +)
         if errors > 0 { Swift.print("wrk errors (socket errors, non-2xx): \(errors)") }
         Swift.print("run time: \(f(runSeconds, 1)) s; load average at the end: \(loadAverageAtEnd)")
+    }
+
+    /// The idle windows: event-loop wake-ups (one tick each) with the watchdog and without it.
+    private func printIdle(on: [IdleFigures], off: [IdleFigures]) {
+        guard !on.isEmpty, !off.isEmpty else { return }
+        let f = Fmt.f
+        Swift.print("")
+        Swift.print("idle (\(f(on[0].seconds, 1)) s per run, nothing sent to the server; wake-ups = schedstat timeslices per second, summed over the threads):")
+        for (label, list) in [("on", on), ("off", off)] {
+            let loops = Spread(list.map(\.loopWakeupsPerSecond)), pool = Spread(list.map(\.poolWakeupsPerSecond))
+            var line = "  watchdog \(label): \(list[0].loopThreads) event loops \(f(loops.median, 2)) wake-ups/s [\(f(loops.min, 2))…\(f(loops.max, 2))]"
+                + "; \(list.map(\.poolThreads).max() ?? 0) pool threads \(f(pool.median, 1))/s [\(f(pool.min, 1))…\(f(pool.max, 1))]"
+            let w = list.compactMap(\.watchdogWakeupsPerSecond), c = list.compactMap(\.watchdogCPUPercentOfCore)
+            if !w.isEmpty {
+                let ws = Spread(w), cs = Spread(c)
+                line += "; watchdog thread \(f(ws.median, 1)) wake-ups/s [\(f(ws.min, 1))…\(f(ws.max, 1))], \(f(cs.median, 4)) % of a core [\(f(cs.min, 4))…\(f(cs.max, 4))]"
+            }
+            Swift.print(line + "; load \(list.map(\.loadAverage).joined(separator: " | "))")
+        }
+        // A ping per loop per 40 ms would add 25 wake-ups/s per loop; the loops' own idle wake-ups
+        // (timers) are the same with and without the watchdog, to within a fraction of one a second.
+        let added = Spread(on.map(\.loopWakeupsPerSecond)).median - Spread(off.map(\.loopWakeupsPerSecond)).median
+        let perLoop = added / Double(max(on[0].loopThreads, 1))
+        let pass = perLoop <= 0.5
+        Swift.print("  the watchdog adds \(f(added, 2)) event-loop wake-ups/s (\(f(perLoop, 2)) per loop; a ping every 40 ms would add 25 per loop) — goal: none (≤ 0.5/s per loop for noise): \(pass ? "PASS" : "MISS")")
     }
 }

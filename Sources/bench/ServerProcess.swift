@@ -56,6 +56,25 @@ final class ServerProcess {
         return nil
     }
 
+    /// Scheduler figures of the threads whose name satisfies `matches`, summed (from each thread's
+    /// `schedstat`): how many there are, their CPU time (ns) and how many times they were put on a
+    /// CPU (timeslices: a thread asleep in `epoll_wait` or a futex gets one per wake-up).
+    func schedStats(threads matches: (String) -> Bool) -> ThreadSchedStats {
+        var total = ThreadSchedStats()
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        for tid in tasks {
+            guard let comm = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines), matches(comm),
+                  let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/schedstat", encoding: .utf8) else { continue }
+            let fields = stat.split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            guard fields.count >= 3 else { continue }
+            total.threads += 1
+            total.cpuNanoseconds += fields[0]
+            total.timeslices += fields[2]
+        }
+        return total
+    }
+
     /// CPU time of the whole process (utime + stime, all threads, the exited ones included), ns.
     func processCPUNanoseconds() -> Int {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
@@ -136,4 +155,17 @@ private final class LineLog: @unchecked Sendable {
 
     var lines: [String] { lock.withLock { all } }
     var seenPort: Int? { lock.withLock { listening } }
+}
+
+/// Summed `schedstat` figures of a set of threads.
+struct ThreadSchedStats: Codable {
+    var threads = 0
+    var cpuNanoseconds = 0
+    var timeslices = 0
+
+    /// The change from `earlier` to this, per second of `seconds`.
+    func rates(since earlier: ThreadSchedStats, seconds: Double) -> (cpuPercent: Double, wakeupsPerSecond: Double) {
+        (Double(cpuNanoseconds - earlier.cpuNanoseconds) / 1e9 / seconds * 100,
+         Double(timeslices - earlier.timeslices) / seconds)
+    }
 }

@@ -28,6 +28,18 @@ public final class PingProbe: Sendable {
     /// Ticks the loop reported itself (``recordTick(start:end:)``), if it does.
     let ticks = LoopTicks()
     private let reportsTicks = Atomic<Bool>(false)
+    // A loop that reports its ticks is not pinged (see ``LoopLook``): its thread, the newest tick
+    // end, the longest tick since the watchdog last took it, and whether the outstanding "ping" is
+    // a look that saw the loop busy (answered by the loop's next tick end, nothing is posted).
+    private let loopThread = Atomic<Int32>(0)
+    private let lastTickEnd = Atomic<UInt64>(0)
+    private let longestTick = Atomic<UInt64>(0)
+    private let outstandingIsLook = Atomic<Bool>(false)
+    // The watchdog's own state for looks (written by the watchdog thread only).
+    private let seenTickEnd = Atomic<UInt64>(0)
+    private let idleCPU = Atomic<UInt64>(UInt64.max)
+    private let freeAt = Atomic<UInt64>(0)
+    private let counters = LookCounters()
 
     /// A probe that posts its jobs with `post`. The closure must only enqueue the job, never run it
     /// inline on the caller (the watchdog's own thread).
@@ -43,6 +55,7 @@ public final class PingProbe: Sendable {
     func pingIfIdle() {
         guard postedAt.load(ordering: .acquiring) == 0 else { return }
         let now = MonotonicClock.nowNanoseconds()
+        counters.pings.add(1, ordering: .relaxed)
         let gen = generation.add(1, ordering: .relaxed).newValue
         postedAt.store(now, ordering: .releasing)
         post { [self] in
@@ -65,19 +78,108 @@ public final class PingProbe: Sendable {
     /// time and the next is posted only once it was answered, so a watchdog that takes this every
     /// round before posting sees every ping's latency once.
     func takeAnsweredLatency() -> Duration? {
+        // A loop that reports ticks: its longest tick since the last call is as late as a ping
+        // posted then could have been (a looked-at loop gets no ping while its ticks flow).
+        let tick = reportsTicks.load(ordering: .relaxed) ? longestTick.exchange(0, ordering: .relaxed) : 0
         let count = answered.load(ordering: .acquiring)
-        guard count != answersTaken.load(ordering: .relaxed) else { return nil }
+        guard count != answersTaken.load(ordering: .relaxed) else {
+            return tick == 0 ? nil : .nanoseconds(Int64(clamping: tick))
+        }
         answersTaken.store(count, ordering: .relaxed)
-        return lastLatency
+        return max(lastLatency, .nanoseconds(Int64(clamping: tick)))
     }
 
     /// Records one tick the loop finished, with its exact start and end on the monotonic clock:
     /// a stall on a loop that reports its ticks gets the stalled tick's start and end once it is
     /// over, not the ping's (see ``LoopTicks``). Called on the loop's thread after each tick.
     package func recordTick(startNanoseconds: UInt64, endNanoseconds: UInt64) {
-        if !reportsTicks.load(ordering: .relaxed) { reportsTicks.store(true, ordering: .relaxed) }
-        ticks.record(start: startNanoseconds, end: endNanoseconds, posted: postedAt.load(ordering: .acquiring))
+        if !reportsTicks.load(ordering: .relaxed) {
+            let tid = sw_current_tid()
+            loopThread.store(tid, ordering: .relaxed)
+            if threadID.load(ordering: .relaxed) == 0 { threadID.store(tid, ordering: .relaxed) }
+            reportsTicks.store(true, ordering: .releasing)
+        }
+        let posted = postedAt.load(ordering: .acquiring)
+        ticks.record(start: startNanoseconds, end: endNanoseconds, posted: posted)
+        if endNanoseconds >= startNanoseconds, endNanoseconds - startNanoseconds > longestTick.load(ordering: .relaxed) {
+            longestTick.store(endNanoseconds - startNanoseconds, ordering: .relaxed)
+        }
+        lastTickEnd.store(endNanoseconds, ordering: .sequentiallyConsistent)
+        if posted != 0, endNanoseconds >= posted, outstandingIsLook.load(ordering: .acquiring) {
+            answerLook(posted: posted, ran: endNanoseconds)
+        }
     }
+
+    /// Ends the busy period a look saw (posted at `posted`) at `ran`, the end of the loop's next
+    /// tick: exactly once, whoever gets there first (the loop after its tick, or the watchdog).
+    private func answerLook(posted: UInt64, ran: UInt64) {
+        guard postedAt.compareExchange(expected: posted, desired: 0, ordering: .sequentiallyConsistent).exchanged else { return }
+        outstandingIsLook.store(false, ordering: .relaxed)
+        lastLateness.store(ran &- posted, ordering: .relaxed)
+        answeredAt.store(ran, ordering: .relaxed)
+        answeredPosted.store(posted, ordering: .releasing)
+        answered.add(1, ordering: .releasing)
+    }
+
+    /// Called by the watchdog once per ping period, in place of a ping. A loop that reports its
+    /// ticks is looked at instead of pinged (``LoopLook``): a tick ended since the last look, or its
+    /// thread waits in `epoll_wait`, means it is free; otherwise it is busy since about now, and
+    /// its next tick end ends that busy period (the stalled tick's exact bounds come from the
+    /// ticks). Nothing is posted to it, so an idle loop is never woken. Other loops are pinged.
+    func lookOrPing() {
+        let posted = postedAt.load(ordering: .acquiring)
+        if posted != 0 {
+            // A look whose tick end came before the look was stored: the loop may be asleep now.
+            guard outstandingIsLook.load(ordering: .acquiring) else { return }
+            let end = lastTickEnd.load(ordering: .sequentiallyConsistent)
+            if end >= posted {
+                answerLook(posted: posted, ran: end)
+            } else if case let tid = loopThread.load(ordering: .relaxed), tid != 0,
+                      LoopLookPolicy.judge(tickEnded: false, thread: LoopLook.readThread(
+                          ThreadID(rawValue: tid), idleCPU: UInt64.max, counters: counters).state) == .asleep {
+                // Back in epoll_wait with no tick since: the look caught the end of the tick
+                // before it was reported, and the loop was never busy after it.
+                answerLook(posted: posted, ran: posted)
+            }
+            return
+        }
+        let tid = loopThread.load(ordering: .relaxed)
+        guard reportsTicks.load(ordering: .acquiring), tid != 0 else {
+            pingIfIdle()
+            return
+        }
+        counters.looks.add(1, ordering: .relaxed)
+        let now = MonotonicClock.nowNanoseconds()
+        let end = lastTickEnd.load(ordering: .sequentiallyConsistent)
+        let tickEnded = end != seenTickEnd.load(ordering: .relaxed)
+        seenTickEnd.store(end, ordering: .relaxed)
+        var read: (state: LoopLookPolicy.ThreadState, cpu: UInt64)?
+        if !tickEnded {
+            read = LoopLook.readThread(ThreadID(rawValue: tid), idleCPU: idleCPU.load(ordering: .relaxed), counters: counters)
+        }
+        switch LoopLookPolicy.judge(tickEnded: tickEnded, thread: read?.state) {
+        case .ticking:
+            idleCPU.store(UInt64.max, ordering: .relaxed)
+            freeAt.store(end, ordering: .relaxed)
+        case .asleep:
+            idleCPU.store(read?.cpu ?? UInt64.max, ordering: .relaxed)
+            freeAt.store(now, ordering: .relaxed)
+        case .unknown:
+            break
+        case .busy:
+            idleCPU.store(UInt64.max, ordering: .relaxed)
+            counters.busy.add(1, ordering: .relaxed)
+            generation.add(1, ordering: .relaxed)
+            outstandingIsLook.store(true, ordering: .sequentiallyConsistent)
+            postedAt.store(now, ordering: .sequentiallyConsistent)
+            // The loop may have ended a tick between the two reads: then it was not busy after all.
+            let after = lastTickEnd.load(ordering: .sequentiallyConsistent)
+            if after >= now { answerLook(posted: now, ran: after) }
+        }
+    }
+
+    /// What looks at this loop have cost and found (for benchmarks).
+    package var lookCounts: LookCounters.Snapshot { counters.snapshot }
 
     /// The exact bounds of the busy period the ping posted at `posted` measured, if the loop's
     /// ticks tell them; `answered` is when that ping ran.
@@ -104,7 +206,8 @@ public final class PingProbe: Sendable {
     /// still waiting: between the previous ping's answer (the loop ran then) and `posted`, the
     /// midpoint, so the error is at most half a ping period either way rather than a whole one late.
     func estimatedStart(posted: MonotonicInstant, pingPeriod: Duration) -> MonotonicInstant {
-        let answered = answeredAt.load(ordering: .relaxed)
+        // The loop was last known free when a ping ran, or when a look saw it tick or sleep.
+        let answered = max(answeredAt.load(ordering: .relaxed), freeAt.load(ordering: .relaxed))
         guard answered != 0, answered < posted.nanoseconds else { return posted }
         let gap = min(Duration.nanoseconds(Int64(clamping: posted.nanoseconds - answered)), pingPeriod)
         return posted - gap / 2

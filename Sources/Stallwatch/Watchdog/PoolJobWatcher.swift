@@ -2,6 +2,7 @@ import CSampler
 import Glibc
 import StallwatchPolicy
 import StallwatchReport
+import Synchronization
 
 /// Watches the Swift concurrency pool one job at a time, from outside: a job that holds its pool
 /// thread past the threshold is a stall of that thread, even while the rest of the pool still
@@ -45,6 +46,10 @@ final class PoolJobWatcher {
         /// SP, PC and first argument every time, and no job ever waits at that very SP and PC.
         /// Known, so an idle worker costs one /proc read per scan, not a stack scan.
         var idleWaits: [sw_thread_syscall_t] = []
+        /// The thread's CPU time (ns) when a scan last saw it in one of its ``idleWaits``: while its
+        /// CPU clock still reads that, it has not run since, so it still waits there and its /proc
+        /// files are not read at all.
+        var idleCPU: UInt64?
     }
 
     private let sampler: StackSampler
@@ -84,6 +89,8 @@ final class PoolJobWatcher {
     /// Scans the pool threads once; running threads are sampled by signal only if `maySignal`.
     /// Returns whether the set of threads changed.
     func scan(now: MonotonicInstant, maySignal: Bool = true) -> Bool {
+        PoolScanCost.scanCount.add(1, ordering: .relaxed)
+        PoolScanCost.procReadCount.add(1, ordering: .relaxed)
         guard let frames, let tids = try? ThreadList.current() else { return false }
         scans += 1
         var changed = false
@@ -100,6 +107,7 @@ final class PoolJobWatcher {
                 thread = known
             } else {
                 if let retry = others[tid], retry > scans { continue }
+                PoolScanCost.procReadCount.add(1, ordering: .relaxed)
                 guard Self.isDispatchWorker(tid) else {
                     others[tid] = scans + 16
                     continue
@@ -115,7 +123,19 @@ final class PoolJobWatcher {
     }
 
     private func observe(_ thread: PoolThread, tid: ThreadID, now: MonotonicInstant, frames: SwiftJobFrames, maySignal: Bool) {
+        // An idle worker that has not run since a scan saw it in its idle wait is still there:
+        // one CPU clock read (a system call, no file) instead of two /proc reads.
+        var cpuNow: UInt64 = 0
+        PoolScanCost.clockReadCount.add(1, ordering: .relaxed)
+        let clockRead = sw_thread_cpu_time_ns(tid.rawValue, &cpuNow) == 0
+        if let idleCPU = thread.idleCPU, clockRead, cpuNow == idleCPU, thread.job == nil {
+            // As conclusive as reading it: still outside any job, now (a job's start lies after).
+            if let last = thread.last { thread.last = (now, last.demand, false) }
+            return
+        }
+        thread.idleCPU = nil
         var call = sw_thread_syscall_t()
+        PoolScanCost.procReadCount.add(2, ordering: .relaxed)
         guard sw_thread_syscall(tid.rawValue, &call) == 0 else { return }
         var run: UInt64 = 0, wait: UInt64 = 0, slices: UInt64 = 0
         let sched = sw_thread_schedstat(tid.rawValue, &run, &wait, &slices) == 0
@@ -128,6 +148,8 @@ final class PoolJobWatcher {
             thread.blockedAt = nil
             thread.cpu = nil
             job = .some(nil)
+            // Read before the syscall file: a thread that ran in between has a newer clock.
+            if clockRead { thread.idleCPU = cpuNow }
         } else if call.nr >= 0 {
             if let before = thread.blockedAt, Self.sameWait(before.call, call), before.timeslices == slices {
                 job = nil // it has not run since: the same wait in the same job (or the same idle wait)
@@ -241,5 +263,26 @@ final class PoolJobWatcher {
             String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
         }
         return name.hasSuffix("-qos")
+    }
+}
+
+/// What the pool-job scans cost, process-wide (for `bench probe`: counts, robust to a noisy machine).
+package enum PoolScanCost {
+    /// The counts at one instant.
+    package struct Counts: Sendable, Equatable {
+        /// Scans of the pool threads.
+        package var scans: UInt64
+        /// `/proc` files read (thread listings, `syscall`, `schedstat` and `stat` files).
+        package var procReads: UInt64
+        /// Pool-thread CPU clock reads.
+        package var cpuClockReads: UInt64
+    }
+    static let scanCount = Atomic<UInt64>(0)
+    static let procReadCount = Atomic<UInt64>(0)
+    static let clockReadCount = Atomic<UInt64>(0)
+    /// The scans' cost so far, over every watcher of the process.
+    package static var counts: Counts {
+        Counts(scans: scanCount.load(ordering: .relaxed), procReads: procReadCount.load(ordering: .relaxed),
+               cpuClockReads: clockReadCount.load(ordering: .relaxed))
     }
 }

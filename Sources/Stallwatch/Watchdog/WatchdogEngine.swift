@@ -130,7 +130,7 @@ final class WatchdogEngine {
             // After the step: a new ping posted before it would hide when the answered one ran.
             if case .ping(let p) = m.source {
                 anyPing = true
-                if pingDue && settled { p.pingIfIdle() }
+                if pingDue && settled { p.lookOrPing() }
             }
             // Wake exactly when a busy loop becomes suspect (to start sampling: the report needs
             // samples from before the threshold) and when it crosses the threshold.

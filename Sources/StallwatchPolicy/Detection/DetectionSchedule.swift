@@ -16,7 +16,8 @@ import StallwatchReport
 /// 55 ms past the threshold at p99; at 40 ms, 20 and 22 ms.)
 ///
 /// The price is wake-ups: a watchdog with pings or pool-job watching wakes every P even when all is
-/// idle (a heartbeat-only watchdog does not).
+/// idle (a heartbeat-only watchdog does not). A loop that reports its ticks (``LoopLookPolicy``) is
+/// looked at every P instead of pinged, so the loop itself is not woken; the watchdog still is.
 package struct DetectionSchedule: Sendable, Equatable {
     /// A stall's start and duration should be right within this, and its event come within the
     /// threshold plus this after the stall began.

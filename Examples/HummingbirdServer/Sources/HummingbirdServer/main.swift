@@ -26,8 +26,10 @@ router.add(middleware: StallAttributionMiddleware())   // stall reports name the
 router.get("/metrics") { _, _ in registry.emitToString() }
 addRoutes(to: router)                                  // the service's own handlers
 
-// One group for the server, so the watchdog can ping each of its event loops.
-let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+// One group for the server; its loops tell the watchdog when each tick ends, so an idle loop is
+// never woken to prove it is alive.
+let ticks = EventLoopTickTimer()
+let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount, metricsDelegate: ticks)
 
 let processMetrics = try ProcessMetrics()        // CPU, memory, threads, fds, start-up: opt-in
 let watchdog = try Watchdog(
@@ -36,7 +38,7 @@ let watchdog = try Watchdog(
     logger: Logger(label: "stallwatch"),
     metrics: try WatchdogMetrics(process: processMetrics),
     onEvent: { event in print(event.jsonLine); fflush(nil) })
-watchdog.monitor(eventLoopGroup: group)              // every NIO event loop, pinged
+watchdog.monitor(eventLoopGroup: group, ticks: ticks) // every NIO event loop, by its ticks
 watchdog.monitor(PingProbe.cooperativePool())       // the whole pool starved
 // Single route-handler jobs that block their pool thread are watched by default (watchPoolJobs).
 
