@@ -27,6 +27,8 @@ final class WatchdogEngine {
     private(set) var lateness: Duration = .zero
     /// Set while the sampling signal is not ours: no ring, no signal capture, only /proc evidence.
     var signalLost: SignalOwnership?
+    /// Whether the failure to learn how blocked threads' requests are read was reported.
+    var blockedTagFailureReported = false
     var maySignal: Bool { signalLost == nil }
     /// This round's time for one-off captures of stalled threads, and the loops that used it.
     var captureBudget = CaptureBudget(end: MonotonicInstant(nanoseconds: 0), limit: .zero)
@@ -104,6 +106,7 @@ final class WatchdogEngine {
         let now = MonotonicClock.now()
         let stopped = judgeSuspension(now: now)
         checkSignalOwnership()
+        reportBlockedTagFailure()
         metrics?.updateProcess(now: now)
         captureBudget = CaptureBudget(end: now + schedule.captureTime, limit: schedule.captureTime)
         var next = now + configuration.checkPeriod
@@ -173,6 +176,16 @@ final class WatchdogEngine {
         let now = MonotonicClock.now()
         for m in monitors.values { cutShort(m, now: now) }
         monitors.removeAll()
+    }
+
+    // MARK: - blocked threads' requests
+
+    /// Says once why blocked threads cannot name their request, if learning how failed.
+    private func reportBlockedTagFailure() {
+        guard !blockedTagFailureReported, let message = BlockedRequestTags.failure else { return }
+        blockedTagFailureReported = true
+        logger.error("request attribution of blocked threads is off", metadata: ["reason": "\(message)"])
+        emit(.error(message))
     }
 
     // MARK: - signal ownership
