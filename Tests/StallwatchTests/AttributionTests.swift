@@ -200,6 +200,7 @@ struct AttributionTests {
             learning += .milliseconds(10)
         }
         #expect(BlockedRequestTags.isReady, "\(BlockedRequestTags.failure ?? "still learning")")
+        let readBefore = BlockedRequestTags.tagsRead
         let probe = AttributionProbe()
         let lock = Mutex(0)
         let holding = Atomic<Bool>(false)
@@ -240,6 +241,8 @@ struct AttributionTests {
         #expect(request.traceID == trace)
         #expect(request.sampleCount > 0)
         #expect(log.allStalls.allSatisfy { $0.request == nil || $0.request?.route == "/blocked/:kind" })
+        // Named through the read from outside, not by a sample a signal happened to take.
+        #expect(BlockedRequestTags.tagsRead > readBefore)
         let stallSpans = tracer.finishedSpans.filter { $0.operationName == "stallwatch.stall" && $0.traceID == trace }
         #expect(stallSpans.count == 1, "\(tracer.finishedSpans.map { ($0.operationName, $0.traceID) })")
     }

@@ -35,4 +35,11 @@ enum BlockedRequestTags {
 
     /// Whether blocked threads' requests are readable now.
     static var isReady: Bool { sw_blocked_tag_state(nil) == 1 }
+
+    /// How many blocked threads' tags were read so far (a tag found and kept).
+    static var tagsRead: UInt64 {
+        var tagged: UInt64 = 0
+        sw_blocked_tag_stats(nil, &tagged, nil)
+        return tagged
+    }
 }
