@@ -343,9 +343,12 @@ int sw_blocked_tag_state(const char **why) {
     int t = atomic_load_explicit(&g_thread_state, memory_order_acquire);
     int k = atomic_load_explicit(&g_task_state, memory_order_acquire);
     if (t < 0 || k < 0) {
-        pthread_mutex_lock(&g_learn_lock);
-        if (why != NULL) *why = g_why;
-        pthread_mutex_unlock(&g_learn_lock);
+        // The lock only for the reason: the watchdog's reads ask for the state alone.
+        if (why != NULL) {
+            pthread_mutex_lock(&g_learn_lock);
+            *why = g_why;
+            pthread_mutex_unlock(&g_learn_lock);
+        }
         return -1;
     }
     return t == 1 && k == 1 ? 1 : 0;
