@@ -17,6 +17,11 @@ timeout 600 python3 Tests/EndToEnd/servers.py \
 timeout 1500 python3 Tests/EndToEnd/attribution.py \
   "hummingbird=Examples/HummingbirdServer/.build/debug/HummingbirdServer" \
   "vapor=Examples/VaporServer/.build/debug/VaporServer" || status=$?
+# The same with a handler asleep in usleep from its start (never signalled: its request is read
+# from its blocked task without a signal), 10 rounds per server (about 25 s each).
+timeout 900 python3 Tests/EndToEnd/attribution.py --kind sleep --rounds 10 \
+  "hummingbird=Examples/HummingbirdServer/.build/debug/HummingbirdServer" \
+  "vapor=Examples/VaporServer/.build/debug/VaporServer" || status=$?
 # The fault-injection matrix's short form, on the servers just built: it prints the table and its
 # goal verdicts; it fails only on structural problems (a server that does not start, an injection
 # route that answers wrongly), since many goals still MISS while the watchdog is being fixed.

@@ -161,6 +161,30 @@ void sw_request_key_set(const void *key);
 /// The calling thread's request tag, as a handler reads it (for tests). async-signal-safe.
 uint64_t sw_request_tag_read(void);
 
+// ---- the request tag of a thread blocked in a system call (blocked_task.c) -----------------
+// Learned at run time (glibc's and the Swift runtime's private layouts), never compiled in.
+// Not for signal handlers.
+
+/// One observation of the calling thread's descriptor layout (a second thread confirms it).
+void sw_thread_layout_observe(void);
+
+/// One observation of the running task, called inside two nested bindings of the request
+/// task-local (sw_request_key_set): `outer`, then `inner`. Returns sw_blocked_tag_state: 1 when
+/// the thread and task layouts are both known, 0 while more observations are needed, -1 on failure.
+int sw_task_layout_observe(uint64_t outer, uint64_t inner);
+
+/// 1 when blocked threads' tags are readable, 0 while still learning, -1 when learning failed
+/// (`*why`, when not NULL, receives a static sentence saying why).
+int sw_blocked_tag_state(const char **why);
+
+/// The request tag of thread `tid`, blocked in the system call `sc` describes (from
+/// sw_thread_syscall), read from its task without a signal; 0 when none, unknown, or when the
+/// thread left that call or ran while it was read.
+uint64_t sw_blocked_request_tag(int32_t tid, const sw_thread_syscall_t *sc);
+
+/// Reads tried, tags found, and tags discarded because the thread moved meanwhile.
+void sw_blocked_tag_stats(uint64_t *reads, uint64_t *tagged, uint64_t *discarded);
+
 /// Counters for tests and benchmarks.
 typedef struct sw_sampler_stats {
     uint64_t handled;        ///< handler invocations that answered a live request

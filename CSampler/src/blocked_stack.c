@@ -148,7 +148,8 @@ int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_
     out->sp = sc->sp;
     out->handler_ns = 0;
     out->latency_ns = 0;
-    out->request_tag = 0; // no handler ran: the thread's task is not readable from here
+    // No handler runs on a blocked thread: its task's tag is read from outside.
+    out->request_tag = sw_blocked_request_tag(tid, sc);
     uint64_t lo, hi;
     if (!sw_maps_find(sc->sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
         sw_maps_rebuild();

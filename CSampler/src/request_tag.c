@@ -39,6 +39,8 @@ void sw_request_key_set(const void *key) {
     atomic_store_explicit(&g_request_key, key, memory_order_release);
 }
 
+const void *sw_request_key(void) { return atomic_load_explicit(&g_request_key, memory_order_acquire); }
+
 // async-signal-safe: one atomic load and the runtime's lookup above; 0 when no key is set, or the
 // interrupted code runs outside any request.
 uint64_t sw_request_tag_read(void) {

@@ -124,6 +124,9 @@ uint64_t sw_stack_fill_cut_count(void);
 /// Binds the task-local lookup's PLT slot outside any handler (request_tag.c).
 void sw_request_tag_prime(void);
 
+/// The request task-local's key (sw_request_key_set), NULL before it is set (request_tag.c).
+const void *sw_request_key(void);
+
 /// A thread's stack mapping as the map table gave it ([lo, end) for table generation `gen`), kept
 /// between captures of the same thread so the handler skips the table lookup, and `readable`: where
 /// the last capture's reads had to stop (the thread's own allocation, or what the kernel said).

@@ -4,7 +4,7 @@
 Starts an example server with its in-memory tracer (STALLWATCH_EXAMPLE_TRACER=memory, a test aid)
 and, per round, fires 32 concurrent requests over 127.0.0.1, each with its own trace id (the
 in-memory tracer's propagation headers): 31 that wait without holding a thread (GET /wait) and one
-whose handler blocks its thread (GET /block/cpu). A round passes when the stall's final report
+whose handler blocks its thread (GET /block/KIND, cpu unless --kind says). A round passes when the stall's final report
 names that request (route /block/{kind} in Hummingbird, method GET, its trace id) and no other, and the tracer
 holds a finished `stallwatch.stall` span on that trace with a `stallwatch.stall` event.
 
@@ -12,7 +12,8 @@ Prints one line per round and "attribution: N/ROUNDS" (NAME); exits non-zero unl
 passed.
 
 --kind picks the blocking handler (default cpu). A handler blocked in a system call from its start
-(sleep, lock, socket) is not signalled, so its request is not read yet: those kinds fail today.
+(sleep, lock, socket) is never signalled: its request is read by the watchdog from the blocked
+thread's task, from outside (CSampler/src/blocked_task.c), and must pass just the same.
 
 Usage: attribution.py NAME=BINARY ... [--rounds N] [--kind cpu|sleep|lock|socket]   (see scripts/e2e-servers.sh)
 """

@@ -178,6 +178,77 @@ struct AttributionTests {
         #expect(span.attributes["stallwatch.report_id"]?.toSpanAttribute() == .string(report.id))
     }
 
+    @Test("a pool job blocked in a system call from its start (never signalled) names its request and trace",
+          arguments: ["sleep", "lock"])
+    func blockedPoolJobNamesRequest(kind: String) async throws {
+        let tracer = attributionTracer
+        let directory = temporaryDirectory("attribution-blocked")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let log = EventLog()
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(300)),
+                                    reportDirectory: directory, metrics: nil) { log.append($0) }
+        watchdog.monitor(PingProbe.cooperativePool())
+        try watchdog.start()
+        // The first requests teach where a blocked thread's task keeps the tag (two tasks suffice;
+        // more in case another test's request is learning at the same moment).
+        for _ in 0..<4 {
+            await Task.detached { await StallAttribution.serving(method: "GET", route: "/warm-up") { await Task.yield() } }.value
+        }
+        // The watchdog thread may be the second thread the thread layout is confirmed on.
+        var learning = Duration.zero
+        while !BlockedRequestTags.isReady && BlockedRequestTags.failure == nil && learning < .seconds(5) {
+            await Task.detached { await StallAttribution.serving(method: "GET", route: "/warm-up") { await Task.yield() } }.value
+            try await Task.sleep(for: .milliseconds(10))
+            learning += .milliseconds(10)
+        }
+        #expect(BlockedRequestTags.isReady, "\(BlockedRequestTags.failure ?? "still learning")")
+        let readBefore = BlockedRequestTags.tagsRead
+        let probe = AttributionProbe()
+        let lock = Mutex(0)
+        let holding = Atomic<Bool>(false)
+        if kind == "lock" {
+            // Held by a plain thread for longer than the threshold: the job waits for it in futex.
+            Thread.detachNewThread {
+                lock.withLock { _ in
+                    holding.store(true, ordering: .releasing)
+                    usleep(1_200_000)
+                }
+            }
+            while !holding.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
+        }
+        let blocker = Task.detached {
+            await withSpan("blocker") { span in
+                probe.trace.withLock { $0 = span.context.inMemorySpanContext?.traceID }
+                // The async overload, as a middleware calls it; the job blocks before its first await.
+                await StallAttribution.serving(method: "POST", route: "/blocked/:kind") { () async -> Void in
+                    if kind == "lock" { lock.withLock { _ in } } else { usleep(1_200_000) }
+                }
+            }
+        }
+        await blocker.value
+        func finalReports() -> [StallReport] {
+            storedReports(directory).filter { $0.kind == .stall && $0.loopName == PoolJobWatcher.loopName && $0.durationIsFinal }
+        }
+        var waited = Duration.zero
+        while finalReports().isEmpty && waited < .seconds(10) {
+            try await Task.sleep(for: .milliseconds(50))
+            waited += .milliseconds(50)
+        }
+        watchdog.stop()
+        let trace = try #require(probe.trace.withLock { $0 })
+        let report = try #require(finalReports().first, "\(log.events.withLock { $0.map(\.jsonLine) })")
+        let request = try #require(report.request, "report \(report.id) names no request (cause \(String(describing: report.cause)))")
+        #expect(request.route == "/blocked/:kind")
+        #expect(request.method == "POST")
+        #expect(request.traceID == trace)
+        #expect(request.sampleCount > 0)
+        #expect(log.allStalls.allSatisfy { $0.request == nil || $0.request?.route == "/blocked/:kind" })
+        // Named through the read from outside, not by a sample a signal happened to take.
+        #expect(BlockedRequestTags.tagsRead > readBefore)
+        let stallSpans = tracer.finishedSpans.filter { $0.operationName == "stallwatch.stall" && $0.traceID == trace }
+        #expect(stallSpans.count == 1, "\(tracer.finishedSpans.map { ($0.operationName, $0.traceID) })")
+    }
+
     @Test("a report without a request decodes (older reports), and one with it round-trips")
     func reportCodable() throws {
         var report = StallReport(kind: .stall, id: "r1", startTimeUnixNanoseconds: 1, duration: .seconds(1),

@@ -13,8 +13,10 @@ import Tracing
 /// child tasks and unstructured `Task {}`s inherit. When the watchdog samples a stalled thread, the
 /// signal handler reads the tag of the task (or, outside any task, of the thread) it interrupted,
 /// and the watchdog maps the tag back to the request through a registry that holds it while it is
-/// in flight and for a short while after. Only the stalled thread's own request is read, so
-/// requests in flight elsewhere are never charged.
+/// in flight and for a short while after. A thread blocked in a system call is not signalled: the
+/// watchdog reads the tag of the task it runs from outside instead, through offsets learned in the
+/// first requests (a synchronous handler outside any task, blocked there, names no request). Only
+/// the stalled thread's own request is read, so requests in flight elsewhere are never charged.
 ///
 /// Cost per request: one atomic increment, one short lock to register and one to unregister, and
 /// the task-local push. Nothing about tracing is read until a stall needs it.
@@ -43,6 +45,7 @@ public struct StallAttribution: Sendable {
     ) async rethrows -> Result {
         let tag = begin(method: method, route: route, context: context)
         defer { registry.finish(tag) }
+        BlockedRequestTags.observeIfLearning()
         return try await $tag.withValue(tag, operation: operation, isolation: isolation)
     }
 
@@ -54,6 +57,7 @@ public struct StallAttribution: Sendable {
     ) rethrows -> Result {
         let tag = begin(method: method, route: route, context: context)
         defer { registry.finish(tag) }
+        BlockedRequestTags.observeIfLearning()
         return try $tag.withValue(tag, operation: operation)
     }
 

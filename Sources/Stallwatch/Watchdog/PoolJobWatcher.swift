@@ -22,9 +22,10 @@ import Synchronization
 /// counted from the first scan that happened to see it. Runs on the watchdog thread only.
 ///
 /// Why not the runtime's own job boundaries: the running task (`swift_task_getCurrent`) is a
-/// thread-local of the concurrency runtime, readable only on the thread itself — in the sampling
-/// handler, which runs only on threads that burn CPU (blocked ones are never signalled), and which
-/// is C code outside the watchdog; `swift_task_enqueueGlobal_hook` sees a job when it is queued,
+/// thread-local of the concurrency runtime, readable directly only on the thread itself — in the
+/// sampling handler, which runs only on threads that burn CPU — and from outside only once its
+/// offset was learned (`BlockedRequestTags`, for blocked threads' requests), which tells a task,
+/// not where its job began; `swift_task_enqueueGlobal_hook` sees a job when it is queued,
 /// not when it starts or ends, and wrapping every job to see those would put the watchdog on the
 /// path of every job in the process. The scan needs neither.
 final class PoolJobWatcher {

@@ -187,6 +187,8 @@ public final class Watchdog: Sendable {
 
     private func threadMain() {
         _ = sw_thread_set_name("stallwatch")
+        // A thread other than the pool's: with one of them, it confirms where glibc keeps a thread's id.
+        sw_thread_layout_observe()
         WatchdogPriority.raise(logger: logger)
         let engine = WatchdogEngine(configuration: configuration, sampler: sampler, writer: writer, logger: logger,
                                     metrics: metrics) { [continuation, handler, metrics] event in

@@ -28,6 +28,8 @@ final class WatchdogEngine {
     private(set) var lateness: Duration = .zero
     /// Set while the sampling signal is not ours: no ring, no signal capture, only /proc evidence.
     var signalLost: SignalOwnership?
+    /// Whether the failure to learn how blocked threads' requests are read was reported.
+    var blockedTagFailureReported = false
     var maySignal: Bool { signalLost == nil }
     /// Set once the kernel's refusal of the perf-event driver has been logged (once per watchdog).
     var perfRefusalLogged = false
@@ -107,6 +109,7 @@ final class WatchdogEngine {
         let now = MonotonicClock.now()
         let stopped = judgeSuspension(now: now)
         checkSignalOwnership()
+        reportBlockedTagFailure()
         metrics?.updateProcess(now: now)
         captureBudget = CaptureBudget(end: now + schedule.captureTime, limit: schedule.captureTime)
         var next = now + configuration.checkPeriod
@@ -176,6 +179,16 @@ final class WatchdogEngine {
         let now = MonotonicClock.now()
         for m in monitors.values { cutShort(m, now: now) }
         monitors.removeAll()
+    }
+
+    // MARK: - blocked threads' requests
+
+    /// Says once why blocked threads cannot name their request, if learning how failed.
+    private func reportBlockedTagFailure() {
+        guard !blockedTagFailureReported, let message = BlockedRequestTags.failure else { return }
+        blockedTagFailureReported = true
+        logger.error("request attribution of blocked threads is off", metadata: ["reason": "\(message)"])
+        emit(.error(message))
     }
 
     // MARK: - signal ownership
