@@ -9,9 +9,9 @@ swift build --build-tests "${CFLAGS[@]}"
 # What the signal handler can call, read from the compiled objects: fails on malloc, locks, etc.,
 # and on any system call on the timer ring's path (the request path: only the listed ones).
 python3 scripts/check-readme-snippets.py
-python3 scripts/check-handler-safety.py $(find .build -path '*/debug/CSampler.build/*.o')
+python3 scripts/check-handler-safety.py $(find -L .build/debug/CSampler.build -name '*.o')
 # The same check against system calls planted in a copy of the call graph: it must catch each one.
-python3 scripts/check-handler-safety.py --self-test $(find .build -path '*/debug/CSampler.build/*.o')
+python3 scripts/check-handler-safety.py --self-test $(find -L .build/debug/CSampler.build -name '*.o')
 # Serially: several suites measure CPU time and scheduling; on 2 cores, parallel suites would
 # starve each other's "busy" threads and turn a CPU-bound stall into a starved one.
 swift test --skip-build --no-parallel "$@"
