@@ -6,6 +6,7 @@
 // Refused where perf_event_open is (perf_event_paranoid > 2, seccomp in containers): the caller
 // gets -errno and says so.
 #include "sw_internal.h"
+#include "sw_perf_regs.h"
 #include "sw_unwind_table.h"
 
 #include <errno.h>
@@ -23,15 +24,6 @@
 // Data pages of the ring: one sample (registers + stack copy) must fit whole.
 #define SW_PERF_DATA_PAGES 16u
 
-#if defined(__x86_64__)
-// perf's x86_64 register numbers (asm/perf_regs.h): BP 6, SP 7, IP 8.
-#define SW_PERF_REGS ((1ULL << 6) | (1ULL << 7) | (1ULL << 8))
-enum { SW_PERF_FP = 0, SW_PERF_SP = 1, SW_PERF_PC = 2, SW_PERF_NREGS = 3 };
-#elif defined(__aarch64__)
-// perf's arm64 register numbers: X29 29, LR 30, SP 31, PC 32.
-#define SW_PERF_REGS ((1ULL << 29) | (1ULL << 30) | (1ULL << 31) | (1ULL << 32))
-enum { SW_PERF_FP = 0, SW_PERF_LR = 1, SW_PERF_SP = 2, SW_PERF_PC = 3, SW_PERF_NREGS = 4 };
-#endif
 
 static int64_t perf_open(int32_t tid) {
     struct perf_event_attr a;

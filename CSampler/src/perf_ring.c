@@ -5,6 +5,7 @@
 // guarded: it runs off the sampled thread), as sw_capture_perf does for one-off captures.
 #include "sw_perf_ring.h"
 #include "sw_internal.h"
+#include "sw_perf_regs.h"
 #include "sw_unwind_table.h"
 
 #include <errno.h>
@@ -16,15 +17,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
-// perf's x86_64 register numbers (asm/perf_regs.h): BP 6, SP 7, IP 8.
-#define SW_PR_REGS ((1ULL << 6) | (1ULL << 7) | (1ULL << 8))
-enum { SW_PR_FP = 0, SW_PR_SP = 1, SW_PR_PC = 2, SW_PR_NREGS = 3 };
-#elif defined(__aarch64__)
-// perf's arm64 register numbers: X29 29, LR 30, SP 31, PC 32.
-#define SW_PR_REGS ((1ULL << 29) | (1ULL << 30) | (1ULL << 31) | (1ULL << 32))
-enum { SW_PR_FP = 0, SW_PR_LR = 1, SW_PR_SP = 2, SW_PR_PC = 3, SW_PR_NREGS = 4 };
-#endif
 
 // The kernel's default cap on a call chain (sysctl kernel.perf_event_max_stack): asking for more
 // makes perf_event_open fail with EOVERFLOW.
@@ -81,7 +73,7 @@ int sw_perf_ring_start(int32_t tid, int64_t interval_ns, uint32_t max_frames, ui
     a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN;
     if (stack_bytes > 0) {
         a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-        a.sample_regs_user = SW_PR_REGS;
+        a.sample_regs_user = SW_PERF_REGS;
         a.sample_stack_user = stack_bytes;
     }
     a.sample_max_stack = (uint16_t)chain;
@@ -96,7 +88,7 @@ int sw_perf_ring_start(int32_t tid, int64_t interval_ns, uint32_t max_frames, ui
     a.wakeup_watermark = UINT32_MAX;
     // One sample: header, ip, pid/tid, time, chain (nr, context marker, frames), regs, stack copy.
     uint64_t per = 8 + 8 + 8 + 8 + 8 + 8 * ((uint64_t)chain + 2) +
-                   (stack_bytes > 0 ? 8 + 8 * SW_PR_NREGS + 8 + stack_bytes + 8 : 0);
+                   (stack_bytes > 0 ? 8 + 8 * SW_PERF_NREGS + 8 + stack_bytes + 8 : 0);
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0) page = 4096;
     uint64_t pages = 1;
@@ -199,7 +191,7 @@ static int decode_sample(sw_perf_ring_t *r, const uint8_t *data, uint64_t size, 
     out->stop_reason = n >= r->max_frames ? SW_STOP_FRAME_LIMIT : SW_STOP_ROOT;
     out->truncated = out->stop_reason != SW_STOP_ROOT;
     if (r->stack_bytes == 0) return 1;
-    uint64_t abi, regs[SW_PR_NREGS], stack_size, dyn = 0;
+    uint64_t abi, regs[SW_PERF_NREGS], stack_size, dyn = 0;
     ring_copy(data, size, at, &abi, 8);
     at += 8;
     if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
@@ -212,13 +204,13 @@ static int decode_sample(sw_perf_ring_t *r, const uint8_t *data, uint64_t size, 
     ring_copy(data, size, at + stack_size, &dyn, 8);
     if (dyn > stack_size) dyn = stack_size;
     ring_copy(data, size, at, r->copy, dyn);
-    uint64_t sp = regs[SW_PR_SP];
+    uint64_t sp = regs[SW_PERF_SP];
     out->sp = sp;
     // The hybrid walk on the copy: frame records where the code keeps them, unwind tables where it
     // does not. Kept when it reaches the root, or goes further than the kernel's chain.
-    sw_walk_regs_t wr = {.pc = regs[SW_PR_PC], .sp = sp, .fp = regs[SW_PR_FP], .fp_known = 1};
+    sw_walk_regs_t wr = {.pc = regs[SW_PERF_PC], .sp = sp, .fp = regs[SW_PERF_FP], .fp_known = 1};
 #if defined(__aarch64__)
-    wr.lr = sw_arch_code_address(regs[SW_PR_LR]);
+    wr.lr = sw_arch_code_address(regs[SW_PERF_LR]);
     wr.lr_known = 1;
 #endif
     sw_walk_mem_t mem = {.lo = sp, .hi = sp + (dyn & ~7ULL), .copy = r->copy, .base = sp, .guard_tables = 1,
