@@ -85,6 +85,19 @@ import Testing
         #expect(ServiceFrames.swiftModule(of: symbol) == module)
     }
 
+    /// CI saw a CPU stall sampled in a PLT stub, which the executable's symbol table names `_init`
+    /// (the function before the PLT): the summary must start at the caller.
+    @Test func aPLTStubNamedInitDoesNotLeadTheSummary() {
+        let stack = [
+            frame("_init"),
+            frame("BlockingWork.blockOnCPU(milliseconds: Swift.Int) -> ()"),
+            frame("VaporServer.computingHandler(milliseconds: Swift.Int) -> ()"),
+        ]
+        #expect(report(stack).blamedSummary(frames: 2)
+            == "BlockingWork.blockOnCPU(milliseconds: Swift.Int) -> () <- VaporServer.computingHandler(milliseconds: Swift.Int) -> ()")
+        #expect(ServiceFrames.kind(of: frame("_init")) == .glue)
+    }
+
     @Test func kindsOfFrames() {
         #expect(ServiceFrames.kind(of: frame("c_nio_posix_accept")) == .framework)
         #expect(ServiceFrames.kind(of: frame("my_c_helper")) == .service)

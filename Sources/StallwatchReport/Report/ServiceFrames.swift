@@ -48,6 +48,10 @@ package enum ServiceFrames {
     package static func kind(of frame: ReportFrame) -> Kind {
         guard let symbol = frame.symbol, !symbol.isEmpty else { return .unnamed }
         if frame.resolvedOrigin == .system { return .framework }
+        // ELF's init and fini functions never run during a stall: a PC named after them lies in the
+        // PLT stubs that follow `.init` (a call into a shared library, caught between caller and
+        // callee), which the symbol table does not name. Not the service's code.
+        if symbol == "_init" || symbol == "_fini" { return .glue }
         if isCIdentifier(symbol) {
             return frameworkCPrefixes.contains(where: symbol.hasPrefix) ? .framework : .service
         }
