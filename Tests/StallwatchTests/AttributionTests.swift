@@ -152,18 +152,9 @@ struct AttributionTests {
         await blocker.value
         for o in others { try await o.value }
         // The final report: the first may have been made before any sample (a starved thread).
-        func finalReports() -> [StallReport] {
-            storedReports(directory).filter { $0.kind == .stall && $0.loopName == PoolJobWatcher.loopName && $0.durationIsFinal }
-        }
-        // Awaited, never blocking: a blocked test body would be a pool-job stall of its own.
-        var waited = Duration.zero
-        while finalReports().isEmpty && waited < .seconds(10) {
-            try await Task.sleep(for: .milliseconds(50))
-            waited += .milliseconds(50)
-        }
+        let stored = try await finalPoolJobReports(in: directory)
         watchdog.stop()
         let trace = try #require(probe.trace.withLock { $0 })
-        let stored = finalReports()
         let report = try #require(stored.first { $0.durationIsFinal }, "\(log.events.withLock { $0.map(\.jsonLine) })")
         let request = try #require(report.request, "report \(report.id) names no request")
         #expect(request.route == "/stall/:id")
@@ -226,17 +217,10 @@ struct AttributionTests {
             }
         }
         await blocker.value
-        func finalReports() -> [StallReport] {
-            storedReports(directory).filter { $0.kind == .stall && $0.loopName == PoolJobWatcher.loopName && $0.durationIsFinal }
-        }
-        var waited = Duration.zero
-        while finalReports().isEmpty && waited < .seconds(10) {
-            try await Task.sleep(for: .milliseconds(50))
-            waited += .milliseconds(50)
-        }
+        let finalReports = try await finalPoolJobReports(in: directory)
         watchdog.stop()
         let trace = try #require(probe.trace.withLock { $0 })
-        let report = try #require(finalReports().first, "\(log.events.withLock { $0.map(\.jsonLine) })")
+        let report = try #require(finalReports.first, "\(log.events.withLock { $0.map(\.jsonLine) })")
         let request = try #require(report.request, "report \(report.id) names no request (cause \(String(describing: report.cause)))")
         #expect(request.route == "/blocked/:kind")
         #expect(request.method == "POST")
@@ -279,4 +263,18 @@ struct AttributionTests {
             #expect(text.contains(s), "\(s)")
         }
     }
+}
+
+/// The final pool-job stall reports stored in `directory`, waited for up to 10 s. Awaited, never
+/// blocking: a blocked test body would be a pool-job stall of its own.
+private func finalPoolJobReports(in directory: String) async throws -> [StallReport] {
+    func finalReports() -> [StallReport] {
+        storedReports(directory).filter { $0.kind == .stall && $0.loopName == PoolJobWatcher.loopName && $0.durationIsFinal }
+    }
+    var waited = Duration.zero
+    while finalReports().isEmpty && waited < .seconds(10) {
+        try await Task.sleep(for: .milliseconds(50))
+        waited += .milliseconds(50)
+    }
+    return finalReports()
 }
