@@ -153,14 +153,14 @@ final class ThreadDriver: SamplingDriver, @unchecked Sendable {
     }
 }
 
-/// A kernel timer on each target's CPU clock signals the target itself; a reader thread drains the
-/// rings once per `drainEvery` (the watchdog's check period) — no thread wakes per sample.
-final class TimerDriver: SamplingDriver, @unchecked Sendable {
-    // @unchecked: `rings` and `thread` are written by begin() before the reader thread starts and
-    // read by it; end() runs on the bench main thread after stopping the reader.
-    private let targets: [Int32]
-    private let interval: Int
+/// The reader thread both ring drivers share: it wakes once per `drainEvery` (the watchdog's check
+/// period), drains every ring through `drain`, logs the samples and counts its own CPU and mallocs.
+final class RingReader: @unchecked Sendable {
+    // @unchecked: `thread` is written by start() and read by stop(), both on the bench main thread.
+    /// Drains ring `index` into the buffer: (samples read, samples lost).
+    typealias Drain = @Sendable (_ index: Int, _ buffer: UnsafeMutablePointer<sw_stack_t>) -> (count: Int, lost: Int)
     private let drainEvery: Int
+    private let capacity: Int
     private let log: SampleLog
     private let running = Atomic<Bool>(false)
     private let ready = Atomic<Bool>(false)
@@ -168,18 +168,84 @@ final class TimerDriver: SamplingDriver, @unchecked Sendable {
     private let drained = Atomic<Int>(0)
     private let lost = Atomic<Int>(0)
     private let mallocs = Atomic<Int>(0)
-    private var rings: [Int32] = []
     private var thread = pthread_t()
+
+    init(drainEveryNanoseconds: Int, capacity: Int, log: SampleLog) {
+        self.drainEvery = drainEveryNanoseconds
+        self.capacity = capacity
+        self.log = log
+    }
+
+    /// Starts the reader over `rings` rings; returns once it runs. `untilEmpty`: read a ring again
+    /// while a read fills the buffer (the kernel's perf ring can hold more than one buffer).
+    func start(rings: Int, untilEmpty: Bool, drain: @escaping Drain) throws {
+        running.store(true, ordering: .releasing)
+        thread = try spawn { [self] in loop(rings: rings, untilEmpty: untilEmpty, drain: drain) }
+        while !ready.load(ordering: .acquiring) { usleep(200) }
+    }
+
+    /// Stops the reader after one last drain; what it read and cost.
+    func stop() -> DriverCost {
+        running.store(false, ordering: .releasing)
+        pthread_join(thread, nil)
+        return DriverCost(samples: drained.load(ordering: .relaxed), failures: lost.load(ordering: .relaxed),
+                          samplerCPUNanoseconds: cpu.load(ordering: .acquiring),
+                          samplerMallocs: mallocs.load(ordering: .relaxed))
+    }
+
+    private func loop(rings: Int, untilEmpty: Bool, drain: Drain) {
+        let me = ThreadID.current.rawValue
+        let buffer = UnsafeMutablePointer<sw_stack_t>.allocate(capacity: capacity)
+        defer { buffer.deallocate() }
+        let cpuStart = threadCPUNanoseconds(me)
+        let mallocStart = bench_malloc_count_thread()
+        ready.store(true, ordering: .releasing)
+        var next = Workload.now()
+        var stopping = false
+        while !stopping {
+            next += drainEvery
+            var ts = timespec(tv_sec: next / 1_000_000_000, tv_nsec: next % 1_000_000_000)
+            while running.load(ordering: .acquiring) &&
+                    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+            stopping = !running.load(ordering: .acquiring)
+            for k in 0..<rings {
+                var count = 0
+                repeat {
+                    let (n, l) = drain(k, buffer)
+                    count = n
+                    if l > 0 { lost.add(l, ordering: .relaxed) }
+                    for i in 0..<count {
+                        log.record(Sample(tid: buffer[i].tid, takenAt: Int(buffer[i].taken_at_ns), latency: 0,
+                                          handler: Int(buffer[i].handler_ns), frames: Int(buffer[i].count)))
+                    }
+                    drained.add(count, ordering: .relaxed)
+                } while untilEmpty && count == capacity
+            }
+        }
+        mallocs.store(Int(bench_malloc_count_thread() - mallocStart), ordering: .relaxed)
+        cpu.store(threadCPUNanoseconds(me) - cpuStart, ordering: .releasing)
+    }
+}
+
+/// A kernel timer on each target's CPU clock signals the target itself; a reader thread drains the
+/// rings once per `drainEvery` (the watchdog's check period) — no thread wakes per sample.
+final class TimerDriver: SamplingDriver, @unchecked Sendable {
+    // @unchecked: `rings` is written by begin() before the reader thread starts and read by it;
+    // end() runs on the bench main thread after stopping the reader.
+    private let targets: [Int32]
+    private let interval: Int
+    private var rings: [Int32] = []
     private let capacity: UInt32
+    private let reader: RingReader
+    private var cursors: UnsafeMutablePointer<UInt64>?
 
     init(targets: [Int32], intervalNanoseconds: Int, drainEveryNanoseconds: Int, log: SampleLog) {
         self.targets = targets
         self.interval = intervalNanoseconds
-        self.drainEvery = drainEveryNanoseconds
-        self.log = log
         // One drain period plus slack at the fastest rate the kernel allows (HZ = 250 here).
-        let perDrain = Double(drainEvery) / Double(max(intervalNanoseconds, 4_000_000))
+        let perDrain = Double(drainEveryNanoseconds) / Double(max(intervalNanoseconds, 4_000_000))
         capacity = UInt32(min(Int(SW_RING_MAX_CAPACITY), max(16, Int(perDrain * 2) + 8)))
+        reader = RingReader(drainEveryNanoseconds: drainEveryNanoseconds, capacity: Int(capacity), log: log)
     }
 
     func begin() throws {
@@ -200,82 +266,46 @@ final class TimerDriver: SamplingDriver, @unchecked Sendable {
             }
             rings.append(ring)
         }
-        running.store(true, ordering: .releasing)
-        thread = try spawn { [self] in loop() }
-        while !ready.load(ordering: .acquiring) { usleep(200) }
-    }
-
-    private func loop() {
-        let me = ThreadID.current.rawValue
-        let buffer = UnsafeMutablePointer<sw_stack_t>.allocate(capacity: Int(capacity))
-        defer { buffer.deallocate() }
-        let cursors = UnsafeMutablePointer<UInt64>.allocate(capacity: rings.count)
-        cursors.initialize(repeating: 0, count: rings.count)
-        defer { cursors.deallocate() }
-        let cpuStart = threadCPUNanoseconds(me)
-        let mallocStart = bench_malloc_count_thread()
-        ready.store(true, ordering: .releasing)
-        var next = Workload.now()
-        var stopping = false
-        while !stopping {
-            next += drainEvery
-            var ts = timespec(tv_sec: next / 1_000_000_000, tv_nsec: next % 1_000_000_000)
-            while running.load(ordering: .acquiring) &&
-                    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
-            stopping = !running.load(ordering: .acquiring)
-            for (k, ring) in rings.enumerated() {
-                var count: UInt32 = 0
-                let l = sw_ring_read(ring, &cursors[k], buffer, capacity, &count)
-                if l > 0 { lost.add(Int(l), ordering: .relaxed) }
-                for i in 0..<Int(count) {
-                    log.record(Sample(tid: buffer[i].tid, takenAt: Int(buffer[i].taken_at_ns), latency: 0,
-                                      handler: Int(buffer[i].handler_ns), frames: Int(buffer[i].count)))
-                }
-                drained.add(Int(count), ordering: .relaxed)
-            }
+        let rings = rings, capacity = capacity
+        let allocated = UnsafeMutablePointer<UInt64>.allocate(capacity: rings.count)
+        allocated.initialize(repeating: 0, count: rings.count)
+        cursors = allocated
+        nonisolated(unsafe) let cursors = allocated   // the reader thread's alone until end()
+        try reader.start(rings: rings.count, untilEmpty: false) { k, buffer in
+            var count: UInt32 = 0
+            let lost = sw_ring_read(rings[k], &cursors[k], buffer, capacity, &count)
+            return (Int(count), Int(max(lost, 0)))
         }
-        mallocs.store(Int(bench_malloc_count_thread() - mallocStart), ordering: .relaxed)
-        cpu.store(threadCPUNanoseconds(me) - cpuStart, ordering: .releasing)
     }
 
     func end() -> DriverCost {
         for ring in rings { _ = sw_ring_stop(ring) }
-        running.store(false, ordering: .releasing)
-        pthread_join(thread, nil)
-        return DriverCost(samples: drained.load(ordering: .relaxed), failures: lost.load(ordering: .relaxed),
-                          samplerCPUNanoseconds: cpu.load(ordering: .acquiring),
-                          samplerMallocs: mallocs.load(ordering: .relaxed))
+        let cost = reader.stop()
+        cursors?.deallocate()
+        cursors = nil
+        return cost
     }
 }
 
 /// A perf task-clock event on each target (no signal); a reader thread drains the kernel's rings
 /// once per `drainEvery`, as the watchdog would — no thread wakes per sample.
 final class PerfDriver: SamplingDriver, @unchecked Sendable {
-    // @unchecked: `rings` and `thread` are written by begin() before the reader thread starts and
-    // read by it; end() runs on the bench main thread after stopping the reader.
+    // @unchecked: `rings` is written by begin() before the reader thread starts and read by it;
+    // end() runs on the bench main thread after stopping the reader.
     private let targets: [Int32]
     private let interval: Int
-    private let drainEvery: Int
     private let stackBytes: UInt32
-    private let log: SampleLog
-    private let running = Atomic<Bool>(false)
-    private let ready = Atomic<Bool>(false)
-    private let cpu = Atomic<Int>(0)
-    private let drained = Atomic<Int>(0)
-    private let lost = Atomic<Int>(0)
-    private let mallocs = Atomic<Int>(0)
     private var rings: [Int32] = []
-    private var thread = pthread_t()
     private let capacity: UInt32
+    private let reader: RingReader
 
     init(targets: [Int32], intervalNanoseconds: Int, drainEveryNanoseconds: Int, stackBytes: UInt32, log: SampleLog) {
         self.targets = targets
         self.interval = intervalNanoseconds
-        self.drainEvery = drainEveryNanoseconds
         self.stackBytes = stackBytes
-        self.log = log
-        let perDrain = Double(drainEvery) / Double(max(intervalNanoseconds, 1_000_000))
+        let perDrain = Double(drainEveryNanoseconds) / Double(max(intervalNanoseconds, 1_000_000))
         capacity = UInt32(min(4096, max(16, Int(perDrain * 2) + 8)))
+        reader = RingReader(drainEveryNanoseconds: drainEveryNanoseconds, capacity: Int(capacity), log: log)
     }
 
     func begin() throws {
@@ -288,51 +318,20 @@ final class PerfDriver: SamplingDriver, @unchecked Sendable {
             }
             rings.append(ring)
         }
-        running.store(true, ordering: .releasing)
-        thread = try spawnThread { [self] in loop() }
-        while !ready.load(ordering: .acquiring) { usleep(200) }
-    }
-
-    private func loop() {
-        let me = ThreadID.current.rawValue
-        let buffer = UnsafeMutablePointer<sw_stack_t>.allocate(capacity: Int(capacity))
-        defer { buffer.deallocate() }
-        let cpuStart = threadCPUNanoseconds(me)
-        let mallocStart = bench_malloc_count_thread()
-        ready.store(true, ordering: .releasing)
-        var next = Workload.now()
-        var stopping = false
-        while !stopping {
-            next += drainEvery
-            var ts = timespec(tv_sec: next / 1_000_000_000, tv_nsec: next % 1_000_000_000)
-            while running.load(ordering: .acquiring) &&
-                    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
-            stopping = !running.load(ordering: .acquiring)
-            for ring in rings {
-                var count: UInt32 = 0
-                repeat {
-                    let l = sw_perf_ring_read(ring, buffer, capacity, &count)
-                    if l > 0 { lost.add(Int(l), ordering: .relaxed) }
-                    for i in 0..<Int(count) {
-                        log.record(Sample(tid: buffer[i].tid, takenAt: Int(buffer[i].taken_at_ns), latency: 0,
-                                          handler: 0, frames: Int(buffer[i].count)))
-                    }
-                    drained.add(Int(count), ordering: .relaxed)
-                } while count == capacity
-            }
+        let rings = rings, capacity = capacity
+        // A perf sample has no handler time (handler_ns is 0): nothing ran on the target.
+        try reader.start(rings: rings.count, untilEmpty: true) { k, buffer in
+            var count: UInt32 = 0
+            let lost = sw_perf_ring_read(rings[k], buffer, capacity, &count)
+            return (Int(count), Int(max(lost, 0)))
         }
-        mallocs.store(Int(bench_malloc_count_thread() - mallocStart), ordering: .relaxed)
-        cpu.store(threadCPUNanoseconds(me) - cpuStart, ordering: .releasing)
     }
 
     func end() -> DriverCost {
         for ring in rings { _ = sw_perf_ring_stop(ring) }
-        running.store(false, ordering: .releasing)
-        pthread_join(thread, nil)
+        let cost = reader.stop()
         for ring in rings { _ = sw_perf_ring_release(ring) }
-        return DriverCost(samples: drained.load(ordering: .relaxed), failures: lost.load(ordering: .relaxed),
-                          samplerCPUNanoseconds: cpu.load(ordering: .acquiring),
-                          samplerMallocs: mallocs.load(ordering: .relaxed))
+        return cost
     }
 }
 
