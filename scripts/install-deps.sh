@@ -35,3 +35,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 command -v swift >/dev/null || { echo "install-deps: swift is not on PATH (expected the Swift 6.x toolchain)" >&2; exit 1; }
+# The kernel's tracepoints (tracefs), which the test that counts the sampled thread's system calls
+# reads; a fresh VM may not have it mounted. Without it that test is skipped and says why.
+if [ "$(id -u)" -eq 0 ] && [ -d /sys/kernel/tracing ] && [ ! -d /sys/kernel/tracing/events ]; then
+  mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || echo "install-deps: tracefs could not be mounted" >&2
+fi
