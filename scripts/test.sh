@@ -14,7 +14,14 @@ python3 scripts/check-handler-safety.py $(find -L .build/debug/CSampler.build -n
 python3 scripts/check-handler-safety.py --self-test $(find -L .build/debug/CSampler.build -name '*.o')
 # Serially: several suites measure CPU time and scheduling; on 2 cores, parallel suites would
 # starve each other's "busy" threads and turn a CPU-bound stall into a starved one.
-swift test --skip-build --no-parallel "$@"
+# The log is kept: on failure, the failing tests' lines are printed again at the end, where a CI
+# that keeps only the tail of the output still shows them.
+UNIT_LOG=$(mktemp /tmp/stallwatch-unit.XXXXXX)
+if ! swift test --skip-build --no-parallel "$@" 2>&1 | tee "$UNIT_LOG"; then
+  echo "=== failed tests (from $UNIT_LOG) ==="
+  grep -E '✘|recorded an issue|error:|Expectation failed|Fatal error|Caught signal' "$UNIT_LOG" | head -80 || true
+  exit 1
+fi
 # Skipped when the caller narrows the run with arguments (e.g. --filter):
 if [ "$#" -eq 0 ]; then
   # CSampler's C hot path built for aarch64 and run under qemu-user, and the same test natively.
