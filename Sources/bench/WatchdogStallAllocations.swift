@@ -17,6 +17,10 @@ struct WatchdogStallAllocations: Codable {
     var processWide: Int
     var stallMilliseconds: Double
     var thresholdMilliseconds: Int
+    /// Allocations on the watchdog thread while every loop was idle, and the rounds it ran meanwhile
+    /// (its thread's timeslices): an idle check should allocate nothing.
+    var idleMallocs: Int = 0
+    var idleRounds: Int = 0
 
     /// Everything the watchdog thread allocated during the stall.
     var watchdogThread: Int { beforeDetection + whileStalled + finalReport }
@@ -24,7 +28,7 @@ struct WatchdogStallAllocations: Codable {
 
 /// Runs a watchdog (reports written to a temporary directory, as in a service) through one warm-up
 /// stall and then one measured stall of a spinning loop, sampled every 50 ms.
-func measureWatchdogStallAllocations(thresholdMilliseconds: Int = 500, stallMilliseconds: Int = 1500) throws -> WatchdogStallAllocations {
+func measureWatchdogStallAllocations(thresholdMilliseconds: Int = 500, stallMilliseconds: Int = 1500, idleSeconds: Double = 2) throws -> WatchdogStallAllocations {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-sampler-\(getpid())").path
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let watchdogTid = Atomic<Int32>(0)
@@ -78,6 +82,13 @@ func measureWatchdogStallAllocations(thresholdMilliseconds: Int = 500, stallMill
     }
     // The first stall makes lazily built structures exist (symbol tables, the report directory).
     _ = try stall(measured: false)
-    guard let result = try stall(measured: true) else { throw BenchError("no measured stall") }
+    // Idle, after the warm-up stall built what is built once: what a round costs with nothing to do.
+    usleep(300_000)
+    let i0 = Int(bench_malloc_count_tid(tid.rawValue)), r0 = (try? ThreadInfo.schedStat(tid).timeslices) ?? 0
+    usleep(UInt32(idleSeconds * 1_000_000))
+    let i1 = Int(bench_malloc_count_tid(tid.rawValue)), r1 = (try? ThreadInfo.schedStat(tid).timeslices) ?? 0
+    guard var result = try stall(measured: true) else { throw BenchError("no measured stall") }
+    result.idleMallocs = i1 - i0
+    result.idleRounds = Int(r1 - r0)
     return result
 }

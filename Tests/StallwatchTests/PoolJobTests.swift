@@ -59,16 +59,22 @@ struct PoolJobTests {
 
     @Test("a CPU-bound pool job: one report, cause CPU-bound, naming the spinning function")
     func cpuJob() async throws {
+        let contention = MachineContention()
         let log = try await watch {
             let job = Task.detached { poolFixtureSpin(milliseconds: 1200) }
             _ = await job.value
             try await Task.sleep(for: .milliseconds(300))
         }
+        let others = contention.otherCores
         let reports = log.allStalls
         #expect(reports.count == 1, "\(reports.map { ($0.loopName ?? "", $0.thread?.id ?? 0, $0.sequenceInStall, $0.startTimeUnixNanoseconds, names($0).prefix(8)) })")
         let report = try #require(reports.first)
         #expect(report.loopName == PoolJobWatcher.loopName)
-        #expect(report.cause?.kind == .cpuBound, "\(report.cause?.evidence ?? "")")
+        // Starved is the right verdict when other processes took the CPU (a build beside the test
+        // took half of it once); on a machine they leave alone, the spin is CPU-bound.
+        let starvedByOthers = report.cause?.kind == .starved && others >= 0.5
+        #expect(report.cause?.kind == .cpuBound || starvedByOthers,
+                "\(report.cause?.evidence ?? ""); other processes used \(String(format: "%.2f", others)) cores")
         #expect(names(report).contains { $0.contains("poolFixtureSpin") }, "\(names(report))")
     }
 

@@ -92,6 +92,26 @@ func pollUntil(timeout: Duration = .seconds(2), _ condition: () -> Bool) -> Bool
 
 @Suite("Thread facts from /proc")
 struct ThreadFactsTests {
+    @Test("listing into a reused array gives the same threads, and keeps its storage when the count fits")
+    func listingIntoReusedStorage() throws {
+        var list: [ThreadID] = []
+        try ThreadList.current(into: &list)
+        #expect(list.contains(ThreadID.current))
+        #expect(Set(list) == Set(try ThreadList.current()))
+        // 70 more threads than a first listing's 64 slots: the listing grows instead of cutting them off.
+        let extra = (0..<70).map { i in TestThread(name: "sw-list-\(i)") { t in while !t.shouldStop { usleep(1000) } } }
+        defer { extra.forEach { $0.stopAndJoin() } }
+        let extraIDs = extra.compactMap(\.tid)
+        #expect(extraIDs.count == 70)
+        var small: [ThreadID] = []
+        try ThreadList.current(into: &small)
+        #expect(Set(extraIDs).isSubset(of: Set(small)))
+        let capacity = small.capacity
+        try ThreadList.current(into: &small)
+        #expect(small.capacity == capacity, "the storage was replaced although the threads fit")
+        #expect(Set(extraIDs).isSubset(of: Set(small)))
+    }
+
     @Test func currentThreadIDIsTheKernelTid() throws {
         let tid = ThreadID.current
         #expect(tid.rawValue == sw_gettid())

@@ -46,6 +46,7 @@ public final class WatchdogMetrics: Sendable {
         var signalOwned: Gauge?
         var gauges: [String: Gauge] = [:]
         var captureTimeoutsSeen: UInt64?
+        var lagTimers: [String: CoreMetrics.Timer] = [:]
     }
 
     /// Metrics named `prefix_…`, created through `factory` (default: the one the application
@@ -78,8 +79,11 @@ public final class WatchdogMetrics: Sendable {
 
     private func name(_ suffix: String) -> String { "\(prefix)_\(suffix)" }
 
+    /// A dimensionless metric is keyed by its suffix itself (a literal: no allocation on the
+    /// watchdog's idle rounds, which record lateness and capture timeouts every time).
     private static func key(_ suffix: String, _ dimensions: [(String, String)]) -> String {
-        ([suffix] + dimensions.flatMap { [$0.0, $0.1] }).joined(separator: "\u{0}")
+        guard !dimensions.isEmpty else { return suffix }
+        return ([suffix] + dimensions.flatMap { [$0.0, $0.1] }).joined(separator: "\u{0}")
     }
 
     private func counter(_ suffix: String, _ dimensions: [(String, String)], in s: inout State) -> Counter {
@@ -132,7 +136,13 @@ public final class WatchdogMetrics: Sendable {
 
     /// A loop's lag: one ping's latency or the longest busy period of a round.
     func recordLag(loop: String, _ lag: Duration) {
-        state.withLock { s in timer("loop_lag_seconds", [("loop", loop)], in: &s).recordNanoseconds(lag.clampedNanoseconds) }
+        state.withLock { s in
+            // Looked up by the loop's name alone: a lag is recorded every ping, and the general
+            // key would build a string each time.
+            let t = s.lagTimers[loop] ?? timer("loop_lag_seconds", [("loop", loop)], in: &s)
+            if s.lagTimers[loop] == nil { s.lagTimers[loop] = t }
+            t.recordNanoseconds(lag.clampedNanoseconds)
+        }
     }
 
     /// Samples taken from loop threads and the handler time they cost.

@@ -29,6 +29,38 @@ package enum ThreadList {
         throw ThreadError.system(operation: "listing /proc/self/task (thread count kept growing)", errno: EAGAIN)
     }
 
+    /// The same into `list`, whose storage is reused: no allocation once it has held as many
+    /// threads as the process has (the watchdog lists threads every pool scan).
+    /// - Throws: ``ThreadError`` when `/proc/self/task` cannot be read.
+    package static func current(into list: inout [ThreadID]) throws(ThreadError) {
+        for _ in 0..<8 {
+            list.removeAll(keepingCapacity: true)
+            let capacity = max(list.capacity, 64)
+            var count = 0
+            var rc: Int32 = 0
+            // ThreadID is a wrapper of one Int32: the kernel's ids are written into the list's storage.
+            list.reserveCapacity(capacity)
+            let room = list.capacity
+            list.append(contentsOf: repeatElement(ThreadID(rawValue: 0), count: room))
+            list.withUnsafeMutableBufferPointer { buffer in
+                buffer.withMemoryRebound(to: Int32.self) { raw in
+                    rc = sw_threads_list(raw.baseAddress, raw.count, &count)
+                }
+            }
+            guard rc == 0 else {
+                list.removeAll(keepingCapacity: true)
+                throw ThreadError(code: rc, operation: "listing /proc/self/task")
+            }
+            if count <= room {
+                list.removeLast(room - count)
+                return
+            }
+            list.removeAll(keepingCapacity: true)
+            list.reserveCapacity(count + count / 4 + 16)
+        }
+        throw ThreadError.system(operation: "listing /proc/self/task (thread count kept growing)", errno: EAGAIN)
+    }
+
     /// How many threads this process has now.
     /// - Throws: ``ThreadError`` when `/proc/self/task` cannot be read.
     package static func count() throws(ThreadError) -> Int {

@@ -56,8 +56,15 @@ final class LoopMonitor {
     /// Whether a stall is in progress.
     var inStall: Bool { detector.isInStall }
 
+    /// Samples appended over the monitor's life: unchanged since ``signatureAt``, the stall's
+    /// identity cannot have changed either.
+    private(set) var samplesAdded = 0
+    /// ``samplesAdded`` when the stall's signature was last computed.
+    var signatureAt: Int?
+
     func append(_ new: [CapturedStack]) {
         let new = accepts.map { new.filter($0) } ?? new
+        samplesAdded += new.count
         samples.append(contentsOf: new)
         if samples.count > Self.maxSamples { samples.removeFirst(samples.count - Self.maxSamples) }
     }
@@ -80,6 +87,7 @@ final class LoopMonitor {
         evidence = nil
         observedStates = ObservedStates()
         reportedSignature = nil
+        signatureAt = nil
         filtered = nil
     }
 }

@@ -34,6 +34,8 @@ final class PoolJobWatcher {
 
     private final class PoolThread {
         let probe = HeartbeatProbe(name: PoolJobWatcher.loopName)
+        /// The last scan that listed the thread (one that did not has seen it exit).
+        var seen = 0
         var job: PoolJob?
         var blockedAt: (call: sw_thread_syscall_t, timeslices: UInt64)?
         var cpu: (time: Duration, at: MonotonicInstant)?
@@ -58,9 +60,11 @@ final class PoolJobWatcher {
     private let frames: SwiftJobFrames?
     private var threads: [ThreadID: PoolThread] = [:]
     /// Threads known not to be libdispatch workers, with the scan count at which to look again
-    /// (a thread may be renamed after it was first listed).
-    private var others: [ThreadID: Int] = [:]
+    /// (a thread may be renamed after it was first listed) and the last scan that listed them.
+    private var others: [ThreadID: (retry: Int, seen: Int)] = [:]
     private var scans = 0
+    /// The thread listing, its storage reused from scan to scan.
+    private var tids: [ThreadID] = []
 
     init(sampler: StackSampler, symbolizer: Symbolizer) {
         self.sampler = sampler
@@ -92,25 +96,25 @@ final class PoolJobWatcher {
     func scan(now: MonotonicInstant, maySignal: Bool = true) -> Bool {
         PoolScanCost.scanCount.add(1, ordering: .relaxed)
         PoolScanCost.procReadCount.add(1, ordering: .relaxed)
-        guard let frames, let tids = try? ThreadList.current() else { return false }
+        guard let frames, (try? ThreadList.current(into: &tids)) != nil else { return false }
         scans += 1
         var changed = false
-        let live = Set(tids)
-        for tid in threads.keys where !live.contains(tid) {
-            threads[tid] = nil
-            changed = true
-        }
-        for tid in others.keys where !live.contains(tid) { others[tid] = nil }
         let own = ThreadID.current
+        // Every thread listed now is stamped with this scan; the ones not stamped have exited.
+        // (No set of the listed ids: an idle scan allocates nothing.)
         for tid in tids where tid != own {
             let thread: PoolThread
             if let known = threads[tid] {
                 thread = known
             } else {
-                if let retry = others[tid], retry > scans { continue }
+                if let other = others[tid] {
+                    // Assigned whole: the optional-chained `_modify` of a dictionary value allocates.
+                    others[tid] = (retry: other.retry, seen: scans)
+                    if other.retry > scans { continue }
+                }
                 PoolScanCost.procReadCount.add(1, ordering: .relaxed)
                 guard Self.isDispatchWorker(tid) else {
-                    others[tid] = scans + 16
+                    others[tid] = (retry: scans + 16, seen: scans)
                     continue
                 }
                 others[tid] = nil
@@ -118,7 +122,15 @@ final class PoolJobWatcher {
                 threads[tid] = thread
                 changed = true
             }
+            thread.seen = scans
             observe(thread, tid: tid, now: now, frames: frames, maySignal: maySignal)
+        }
+        if threads.values.contains(where: { $0.seen != scans }) {
+            threads = threads.filter { $0.value.seen == scans }
+            changed = true
+        }
+        if others.values.contains(where: { $0.seen != scans }) {
+            others = others.filter { $0.value.seen == scans }
         }
         return changed
     }

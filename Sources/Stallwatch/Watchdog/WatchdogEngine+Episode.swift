@@ -208,6 +208,10 @@ extension WatchdogEngine {
     /// has one: the same id, a higher ``StallReport/sequenceInStall``, no new event.
     private func update(_ m: LoopMonitor, _ existing: StallReport, start: MonotonicInstant, elapsed: Duration) {
         guard !m.samples.isEmpty else { return }
+        // No sample since the signature was last computed: the same stall, nothing to update (and
+        // no call tree built on every round while a loop stays stalled).
+        if existing.sampleCount > 0, m.signatureAt == m.samplesAdded, m.reportedSignature != nil { return }
+        m.signatureAt = m.samplesAdded
         let signature = signature(of: m)
         if existing.sampleCount > 0, let last = m.reportedSignature, signature.isSameStall(as: last) { return }
         let next = builder.updated(existing, start: start, duration: elapsed, final: false, samples: m.samples,

@@ -23,6 +23,10 @@ final class WatchdogEngine {
     /// wait when it began waiting. The evidence that tells a stopped process from a late watchdog.
     private var plannedWake: MonotonicInstant?
     private var ownAtWait: (cpu: Duration, runQueueWait: Duration?, at: MonotonicInstant)?
+    /// The same figures when this round began, and the time the process was found stopped while
+    /// the previous round ran (a stop can land in a round as well as in a wait).
+    private var ownAtRoundStart: (cpu: Duration, runQueueWait: Duration?, at: MonotonicInstant)?
+    private var stoppedInRound: Duration = .zero
     private let suspensionJudge = SuspensionJudge()
     /// How late this round started (zero when on time), stated in its reports.
     private(set) var lateness: Duration = .zero
@@ -107,7 +111,12 @@ final class WatchdogEngine {
     /// Runs one round. Returns when the next round should run.
     func round() -> MonotonicInstant {
         let now = MonotonicClock.now()
-        let stopped = judgeSuspension(now: now)
+        var stopped = judgeSuspension(now: now)
+        if stoppedInRound > .zero {
+            // Stopped while the previous round ran: its loops' busy time includes the stop too.
+            stopped = (stopped ?? .zero) + stoppedInRound
+            stoppedInRound = .zero
+        }
         checkSignalOwnership()
         reportBlockedTagFailure()
         metrics?.updateProcess(now: now)
@@ -165,6 +174,7 @@ final class WatchdogEngine {
         plannedWake = next
         let own = ownThreadFigures()
         ownAtWait = (own.cpu, own.runQueueWait, MonotonicClock.now())
+        judgeStopInRound(own: own)
         if let metrics {
             metrics.recordRound(lateness: lateness, watchdogCPU: own.cpu - reportedCPU)
             var stats = sw_sampler_stats_t()
@@ -230,6 +240,24 @@ final class WatchdogEngine {
         return (cpu, try? ThreadInfo.schedStat(ownThread).waitTime)
     }
 
+    /// A round that took far longer than its CPU time and run-queue wait explain was stopped part
+    /// way (SIGSTOP between two reads): the next round counts that as stopped time. The bar is
+    /// higher than for a wait: a round may block briefly on a capture's answer (bounded by the
+    /// capture budget).
+    private func judgeStopInRound(own: (cpu: Duration, runQueueWait: Duration?)) {
+        guard let start = ownAtRoundStart, let end = ownAtWait else { return }
+        let wall = end.at - start.at
+        let blockingAllowed = schedule.captureTime * 2
+        guard wall > blockingAllowed else { return }
+        var waitDelta: Duration?
+        if let a = own.runQueueWait, let b = start.runQueueWait { waitDelta = a - b }
+        let stop = suspensionJudge.stoppedTime(lateness: wall - blockingAllowed, runQueueWait: waitDelta, cpuTime: own.cpu - start.cpu) ?? .zero
+        guard stop > .zero else { return }
+        stoppedInRound = stop
+        logger.info("process was stopped during a watchdog round; stopped time is not counted as busy", metadata: [
+            "stopped": "\(stop)", "round": "\(wall)"])
+    }
+
     /// How long the process was stopped while the watchdog waited (see ``SuspensionJudge``); also
     /// records and logs the watchdog's own lateness. `nil` when there is no evidence.
     private func judgeSuspension(now: MonotonicInstant) -> Duration? {
@@ -243,6 +271,7 @@ final class WatchdogEngine {
         let waitedFrom = max(planned, before.at)
         let lateInWait = now > waitedFrom ? now - waitedFrom : .zero
         let after = ownThreadFigures()
+        ownAtRoundStart = (after.cpu, after.runQueueWait, now)
         var waitDelta: Duration?
         if let a = after.runQueueWait, let b = before.runQueueWait { waitDelta = a - b }
         let stopped = suspensionJudge.stoppedTime(lateness: lateInWait, runQueueWait: waitDelta, cpuTime: after.cpu - before.cpu)
