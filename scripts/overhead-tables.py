@@ -21,6 +21,7 @@ import difflib
 import glob
 import json
 import os
+import re
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -112,8 +113,13 @@ def machine(record):
             f"{m.get('numaNodes', '?')} NUMA node(s), Linux {m.get('kernel', '?')}")
 
 
+def natural(key):
+    """Sort key that orders `latency500ms` before `latency2000ms`."""
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", key)]
+
+
 def goal_rows(record):
-    for key in sorted(record["goals"]):
+    for key in sorted(record["goals"], key=natural):
         g = record["goals"][key]
         yield key, g
 
