@@ -155,8 +155,10 @@ def sampler_figures(f):
                        [[d["label"], spread(d["ratioToTimer"], 2), spread(d["ratioToTimerFloor"], 2)] for d in drivers])
     w = f.get("watchdogStall")
     if w:
-        lines += ["", f"Watchdog thread during one {num(w.get('stallMilliseconds'))} ms stall: {num(w.get('watchdogThread'))} mallocs "
-                      f"({num(w.get('processWide'))} in the whole process)."]
+        lines += ["", f"Mallocs on the watchdog thread during one {num(w.get('stallMilliseconds'))} ms stall "
+                      f"({num(w.get('thresholdMilliseconds'))} ms threshold): {num(w.get('beforeDetection'))} from suspicion to the "
+                      f"first report, {num(w.get('whileStalled'))} while stalled, {num(w.get('finalReport'))} for the final report; "
+                      f"{num(w.get('processWide'))} in the whole process."]
     return lines
 
 
