@@ -15,7 +15,7 @@ import Testing
                                                   DetectThresholdFigures(thresholdMilliseconds: 2000, latenciesMilliseconds: [2003], missed: 0)],
                                      manyLoops: [sleeping, spinning(p99: 540)])
         #expect(Set(v.keys) == Set(DetectGoals.keys(thresholds: [100, 2000])))
-        #expect(v.values.allSatisfy(\.pass))
+        #expect(v.values.allSatisfy { $0.pass })
         #expect(v["latency100ms"]?.value == 101)  // the worst stall, not the median
     }
 

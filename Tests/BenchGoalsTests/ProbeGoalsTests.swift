@@ -5,13 +5,13 @@ import Testing
     @Test func everyGoalHasAVerdict() {
         let v = ProbeGoals.evaluate(ProbeFigures(pairNanoseconds: 12, idleWatchdogPercentOfCore: 0.005, addedAnonymousKiB: 1804))
         #expect(Set(v.keys) == Set(ProbeGoals.keys))
-        #expect(v.values.allSatisfy(\.pass))
+        #expect(v.values.allSatisfy { $0.pass })
         #expect(v["memoryAdded"]?.value == 1804)
     }
 
     @Test func limitsAreInclusive() {
         let at = ProbeGoals.evaluate(ProbeFigures(pairNanoseconds: 25, idleWatchdogPercentOfCore: 0.01, addedAnonymousKiB: 2048))
-        #expect(at.values.allSatisfy(\.pass))
+        #expect(at.values.allSatisfy { $0.pass })
         let over = ProbeGoals.evaluate(ProbeFigures(pairNanoseconds: 25.01, idleWatchdogPercentOfCore: 0.0101, addedAnonymousKiB: 2049))
         for key in ProbeGoals.keys { #expect(over[key]?.pass == false, "\(key)") }
     }

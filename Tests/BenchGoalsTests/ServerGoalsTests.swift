@@ -6,13 +6,13 @@ import Testing
         let v = ServerGoals.evaluate(ServerFigures(watchdogPercentOfCoreUnderLoad: 0.008, idleLoopWakeupsAddedPerLoop: 0.1,
                                                    stallsReportedUnderLoad: 0))
         #expect(Set(v.keys) == Set(ServerGoals.keys))
-        #expect(v.values.allSatisfy(\.pass))
+        #expect(v.values.allSatisfy { $0.pass })
     }
 
     @Test func boundaries() {
         let at = ServerGoals.evaluate(ServerFigures(watchdogPercentOfCoreUnderLoad: 0.01, idleLoopWakeupsAddedPerLoop: 0.5,
                                                     stallsReportedUnderLoad: 0))
-        #expect(at.values.allSatisfy(\.pass))
+        #expect(at.values.allSatisfy { $0.pass })
         let over = ServerGoals.evaluate(ServerFigures(watchdogPercentOfCoreUnderLoad: 0.051, idleLoopWakeupsAddedPerLoop: 0.51,
                                                       stallsReportedUnderLoad: 1))
         for key in ServerGoals.keys { #expect(over[key]?.pass == false, "\(key)") }
