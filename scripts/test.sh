@@ -6,9 +6,11 @@ scripts/install-deps.sh
 # -Werror goes first: SwiftPM 6.3 rejects a trailing -Werror.
 CFLAGS=(-Xcc -Werror -Xcc -Wall -Xcc -Wextra)
 swift build --build-tests "${CFLAGS[@]}"
+python3 scripts/check-readme-snippets.py
+# README.md's goals table and docs/benchmarks.md must be what docs/bench/*.json give.
+python3 scripts/overhead-tables.py --check
 # What the signal handler can call, read from the compiled objects: fails on malloc, locks, etc.,
 # and on any system call on the timer ring's path (the request path: only the listed ones).
-python3 scripts/check-readme-snippets.py
 python3 scripts/check-handler-safety.py $(find -L .build/debug/CSampler.build -name '*.o')
 # The same check against system calls planted in a copy of the call graph: it must catch each one.
 python3 scripts/check-handler-safety.py --self-test $(find -L .build/debug/CSampler.build -name '*.o')

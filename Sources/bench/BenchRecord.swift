@@ -31,7 +31,25 @@ struct BenchRecord<Figures: Encodable>: Encodable {
     }
 }
 
+/// When and where a run began: the machine, the load average then, the time.
+struct RunStart {
+    var machine: MachineDescription
+    var load: String
+    var at: Date
+
+    /// Now, on this machine.
+    static func now() -> RunStart {
+        let machine = MachineDescription.current()
+        return RunStart(machine: machine, load: machine.loadAverage, at: Date())
+    }
+}
+
 extension BenchRecord {
+    /// A record for a run that began at `start` and ends now.
+    init(bench: String, start: RunStart, goals: [String: GoalVerdict], figures: Figures) {
+        self.init(bench: bench, start: (start.machine, start.load, start.at), goals: goals, figures: figures)
+    }
+
     /// A record for a run that began at `start` (with the machine and load read then) and ends now.
     init(bench: String, start: (machine: MachineDescription, load: String, at: Date), goals: [String: GoalVerdict], figures: Figures) {
         self.init(bench: bench, command: (["bench"] + CommandLine.arguments.dropFirst()).joined(separator: " "),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BenchGoals
 import Foundation
 import Glibc
 import Stallwatch
@@ -33,6 +34,8 @@ struct ProbeBenchmark: ParsableCommand {
         alternating rounds with pool-job watching on and off, while a light task load keeps two
         pool threads alive; its thread's CPU clock gives its cost (goal: ≤ 0.01 % of a core), its
         schedstat its wake-ups, and the watcher's own counters its scans and /proc reads a second.
+        Every goal ends the output as a PASS/MISS line (--idle-seconds 0: the idle and memory goals
+        are not measured, so MISS); --json FILE writes them with the figures as a BenchRecord.
         """
     )
 
@@ -57,8 +60,12 @@ struct ProbeBenchmark: ParsableCommand {
         guard idleSeconds >= 0 else { throw ValidationError("--idle-seconds must be ≥ 0") }
     }
 
+    @Option(help: "Also write the goals and figures as JSON (a BenchRecord) to this file.")
+    var json: String?
+
     func run() throws {
-        print("bench probe: \(MachineDescription.current().oneLine)")
+        let start = RunStart.now()
+        print("bench probe: \(start.machine.oneLine)")
         let probe = HeartbeatProbe(name: "bench")
         probe.busy()
         probe.idle()
@@ -72,9 +79,19 @@ struct ProbeBenchmark: ParsableCommand {
             perPair.append(Double(Workload.now() - t0) / Double(pairs))
         }
         let s = Spread(perPair)
-        print(String(format: "heartbeat busy/idle pair: %.1f ns median [%.1f…%.1f] over %d rounds of %d pairs — goal ≤ 25 ns: %@",
-                     s.median, s.min, s.max, rounds, pairs, s.median <= 25 ? "met" : "NOT met"))
-        guard idleSeconds > 0 else { return }
+        print(String(format: "heartbeat busy/idle pair: %.1f ns median [%.1f…%.1f] over %d rounds of %d pairs",
+                     s.median, s.min, s.max, rounds, pairs))
+        var report = ProbeReport(pairs: pairs, rounds: rounds, pairNanoseconds: s)
+        if idleSeconds > 0 { try measureIdle(into: &report) }
+        let goals = ProbeGoals.evaluate(report.goalFigures)
+        GoalLines.print(goals, keys: ProbeGoals.keys)
+        if let json {
+            try BenchRecord(bench: "probe", start: start, goals: goals, figures: report).write(to: json)
+        }
+    }
+
+    /// The memory the default configuration adds, then the idle watchdog in alternating rounds.
+    private func measureIdle(into report: inout ProbeReport) throws {
         // What Stallwatch adds to resident memory: before the sampler exists, and after a watchdog
         // has run and sampled a stall (its slots, map tables and a ring touched).
         // Anonymous (private) memory is what Stallwatch allocates; file-backed pages are code of the
@@ -84,8 +101,8 @@ struct ProbeBenchmark: ParsableCommand {
         let after = residentKiB()
         let anon = after.anon - before.anon, file = after.file - before.file
         print("resident memory added by the default configuration (sampler, watchdog, one stall sampled): " +
-              "\(anon) KiB private (RssAnon) — goal ≤ 2048 KiB: \(anon <= 2048 ? "met" : "NOT met"); " +
-              "plus \(file) KiB of shared code pages faulted in (RssFile)")
+              "\(anon) KiB private (RssAnon); plus \(file) KiB of shared code pages faulted in (RssFile)")
+        (report.addedAnonymousKiB, report.addedFileKiB) = (anon, file)
         // Pool threads exist in any Swift service: a light task load keeps two of them alive, so the
         // pool-job watcher has threads to scan, as it would in production.
         let interval = poolTaskIntervalMilliseconds
@@ -111,11 +128,18 @@ struct ProbeBenchmark: ParsableCommand {
             let cpu = Spread(list.map(\.cpuPercent)), wake = Spread(list.map(\.wakeupsPerSecond))
             let scans = Spread(list.map(\.scansPerSecond)), proc = Spread(list.map(\.procReadsPerSecond))
             let clocks = Spread(list.map(\.clockReadsPerSecond)), pool = list.map(\.poolThreads).max() ?? 0
-            print(String(format: "  pool jobs %@: %.4f %% of a core [%.4f…%.4f], %.1f wake-ups/s [%.1f…%.1f]; pool scans %.1f/s, /proc reads %.1f/s [%.1f…%.1f], CPU-clock reads %.1f/s (%d pool threads); load %@ — goal ≤ 0.01 %% of a core: %@",
+            print(String(format: "  pool jobs %@: %.4f %% of a core [%.4f…%.4f], %.1f wake-ups/s [%.1f…%.1f]; pool scans %.1f/s, /proc reads %.1f/s [%.1f…%.1f], CPU-clock reads %.1f/s (%d pool threads); load %@",
                          watchPool ? "watched (default)" : "not watched", cpu.median, cpu.min, cpu.max, wake.median, wake.min, wake.max,
                          scans.median, proc.median, proc.min, proc.max, clocks.median, pool,
-                         list.map(\.load).joined(separator: " | "), cpu.median <= 0.01 ? "PASS" : "MISS"))
+                         list.map(\.load).joined(separator: " | ")))
         }
+        report.idleRoundSeconds = roundSeconds
+        report.poolTaskIntervalMilliseconds = poolTaskIntervalMilliseconds
+        report.idleWatchingPoolJobs = figures[true] ?? []
+        report.idleNotWatchingPoolJobs = figures[false] ?? []
+        report.idleWatchdogPercentOfCore = report.idleWatchingPoolJobs.isEmpty ? nil : Spread(report.idleWatchingPoolJobs.map(\.cpuPercent)).median
+        report.idleWithoutPoolJobsPercentOfCore = report.idleNotWatchingPoolJobs.isEmpty ? nil
+            : Spread(report.idleNotWatchingPoolJobs.map(\.cpuPercent)).median
     }
 
     /// The watchdog thread's CPU (% of a core) and wake-ups over `seconds`, and the pool scans'
@@ -150,7 +174,7 @@ struct ProbeBenchmark: ParsableCommand {
 }
 
 /// One round of the idle watchdog.
-private struct IdleWatchdogFigures {
+struct IdleWatchdogFigures: Codable {
     var cpuPercent: Double
     var wakeupsPerSecond: Double
     var scansPerSecond: Double
@@ -169,4 +193,30 @@ private func residentKiB() -> (anon: Int, file: Int) {
             .flatMap { Int($0) } ?? 0
     }
     return (field("RssAnon:"), field("RssFile:"))
+}
+
+/// Everything `bench probe` measured (the `figures` of its BenchRecord).
+struct ProbeReport: Codable {
+    var pairs: Int
+    var rounds: Int
+    /// A busy()+idle() pair, ns: median [min…max] over the rounds.
+    var pairNanoseconds: Spread
+    /// Resident memory the default configuration added after one sampled stall, KiB (nil: not measured).
+    var addedAnonymousKiB: Int?
+    var addedFileKiB: Int?
+    var idleRoundSeconds: Double?
+    var poolTaskIntervalMilliseconds: Int?
+    /// The idle watchdog's rounds with pool-job watching on (the default) and off.
+    var idleWatchingPoolJobs: [IdleWatchdogFigures] = []
+    var idleNotWatchingPoolJobs: [IdleWatchdogFigures] = []
+
+    /// The idle watchdog's CPU, median of its rounds, % of a core: the default configuration
+    /// (pool jobs watched), and without pool-job watching.
+    var idleWatchdogPercentOfCore: Double?
+    var idleWithoutPoolJobsPercentOfCore: Double?
+
+    var goalFigures: ProbeFigures {
+        ProbeFigures(pairNanoseconds: pairNanoseconds.median, idleWatchdogPercentOfCore: idleWatchdogPercentOfCore,
+                     addedAnonymousKiB: addedAnonymousKiB)
+    }
 }

@@ -9,13 +9,14 @@ import Testing
                         threadFloorStolenMicroseconds: 38.1, threadLatencyP99Microseconds: 133.7,
                         floorLatencyMedianMicroseconds: 72.9, gperftoolsLibunwindStolenMicroseconds: 64.5,
                         gperftoolsFramePointerStolenMicroseconds: 32.9, samplingPathAllocations: 0,
-                        watchdogPathAllocationsDuringStall: 12)
+                        watchdogPathAllocationsDuringStall: 12, timerHandlerP50Microseconds: 0.42,
+                        timerSystemCallsPerSample: 0.0, perfStolenOverTimer: 0.72)
     }
 
     @Test func everyGoalHasAVerdict() {
         let verdicts = OverheadGoals.evaluate(quietRun())
         #expect(Set(verdicts.keys) == Set(OverheadGoals.keys))
-        #expect(OverheadGoals.keys.count == 8)
+        #expect(OverheadGoals.keys.count == 12)
     }
 
     @Test func judgesEachFigureAgainstItsGoal() {
@@ -29,6 +30,10 @@ import Testing
         #expect(v["samplingPathAllocations"]?.pass == true)
         #expect(v["watchdogPathAllocationsDuringStall"]?.pass == false)
         #expect(v["watchdogPathAllocationsDuringStall"]?.value == 12)
+        #expect(v["handlerP50"]?.pass == true)
+        #expect(v["belowGperftoolsGenericFP"]?.pass == true) // 19.4 < 32.9
+        #expect(v["handlerSystemCalls"]?.pass == true)
+        #expect(v["perfVsTimer"]?.pass == true)
     }
 
     @Test func comparesWithTheFasterGperftoolsMode() throws {
@@ -42,11 +47,25 @@ import Testing
     @Test func boundariesAreInclusiveForLimitsAndExclusiveForBelow() {
         var f = quietRun()
         f.timerTotalPercentOfCore = 0.03
-        f.timerStolenMicroseconds = 24   // 24 / 20 is exactly the double nearest 1.2
+        f.timerStolenMicroseconds = 22   // 22 / 20 is exactly the double nearest 1.1
         f.timerFloorStolenMicroseconds = 20
-        let v = OverheadGoals.evaluate(f)
+        f.timerHandlerP50Microseconds = 0.5
+        f.perfStolenOverTimer = 0.9
+        f.timerSystemCallsPerSample = -0.009  // a difference of counts: slightly below 0 is ≈ 0
+        var v = OverheadGoals.evaluate(f)
         #expect(v["totalCost"]?.pass == true)
         #expect(v["timerStolenVsOwnFloor"]?.pass == true)
+        #expect(v["handlerP50"]?.pass == true)
+        #expect(v["perfVsTimer"]?.pass == true)
+        #expect(v["handlerSystemCalls"]?.pass == true)
+        f.timerStolenMicroseconds = 22.1  // the 1.1×, no longer the old 1.2×
+        f.timerHandlerP50Microseconds = 0.51
+        f.perfStolenOverTimer = 0.91
+        f.timerSystemCallsPerSample = 0.01
+        v = OverheadGoals.evaluate(f)
+        for key in ["timerStolenVsOwnFloor", "handlerP50", "perfVsTimer", "handlerSystemCalls"] {
+            #expect(v[key]?.pass == false, "\(key)")
+        }
         f.timerTotalPercentOfCore = 3
         #expect(OverheadGoals.evaluate(f)["matrixClaim"]?.pass == false)
     }
@@ -56,10 +75,15 @@ import Testing
         f.gperftoolsLibunwindStolenMicroseconds = nil
         f.timerFloorStolenMicroseconds = .nan
         f.watchdogPathAllocationsDuringStall = nil
+        f.timerHandlerP50Microseconds = nil
+        f.timerSystemCallsPerSample = nil  // no tracefs: not counted, not 0
+        f.perfStolenOverTimer = nil        // perf events refused
+        f.gperftoolsFramePointerStolenMicroseconds = .infinity
         let v = OverheadGoals.evaluate(f)
-        for key in ["belowGperftools", "timerStolenVsOwnFloor", "watchdogPathAllocationsDuringStall"] {
-            #expect(v[key]?.pass == false)
-            #expect(v[key]?.value == nil)
+        for key in ["belowGperftools", "timerStolenVsOwnFloor", "watchdogPathAllocationsDuringStall", "handlerP50",
+                    "handlerSystemCalls", "perfVsTimer", "belowGperftoolsGenericFP"] {
+            #expect(v[key]?.pass == false, "\(key)")
+            #expect(v[key]?.value == nil, "\(key)")
         }
     }
 }

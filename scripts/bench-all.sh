@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs the benches one after another, each writing its BenchRecord to docs/bench/<name>.json, then
+# regenerates README.md's goals table and docs/benchmarks.md from those files
+# (scripts/overhead-tables.py). Commit the JSON files with the generated files.
+#
+#   scripts/bench-all.sh                   sampler, probe, detect, server (≈ 7 min, plus the builds)
+#   scripts/bench-all.sh probe detect      only these (any `bench` subcommand that takes --json)
+#   BENCH_ARGS_probe="--idle-seconds 20" scripts/bench-all.sh probe
+#                                          extra arguments for one bench (BENCH_ARGS_<name>)
+#
+# Runs serially on purpose: two benches at once measure each other. The machine's load average at
+# the start and end of each run is in its record; a loaded run is kept as measured, never edited.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+benches=("$@")
+[ ${#benches[@]} -gt 0 ] || benches=(sampler probe detect server)
+
+scripts/install-deps.sh --bench
+swift build -c release --product bench -Xcc -Werror -Xcc -Wall -Xcc -Wextra
+for name in "${benches[@]}"; do
+    # The server bench runs the Hummingbird example: build it only when it is asked for.
+    if [ "$name" = server ]; then
+        swift build -c release --package-path Examples/HummingbirdServer -Xcc -Werror -Xcc -Wall -Xcc -Wextra
+    fi
+done
+
+mkdir -p docs/bench
+for name in "${benches[@]}"; do
+    var="BENCH_ARGS_${name//-/_}"
+    read -r -a extra <<< "${!var:-}"
+    echo "== bench $name ${extra[*]:-} (load $(cut -d' ' -f1-3 /proc/loadavg))"
+    .build/release/bench "$name" "${extra[@]}" --json "docs/bench/$name.json"
+done
+python3 scripts/overhead-tables.py
