@@ -1,4 +1,5 @@
 import ArgumentParser
+import BenchGoals
 import Foundation
 
 /// `bench allocations`: what the watchdog thread allocates when all is idle and during one sampled
@@ -20,6 +21,8 @@ struct AllocationsBenchmark: ParsableCommand {
     var idleSeconds: Double = 2
     @Option(name: .customLong("stall-ms"), help: "The measured stall's length.")
     var stallMilliseconds: Int = 1500
+    @Option(help: "Also write the figures and goals as JSON (a BenchRecord) to this file.")
+    var json: String?
 
     func validate() throws {
         guard rounds >= 1 else { throw ValidationError("--rounds must be ≥ 1") }
@@ -28,7 +31,8 @@ struct AllocationsBenchmark: ParsableCommand {
     }
 
     func run() throws {
-        print("bench allocations: \(MachineDescription.current().oneLine)")
+        let start = RunStart.now()
+        print("bench allocations: \(start.machine.oneLine)")
         var list: [WatchdogStallAllocations] = []
         for _ in 0..<rounds {
             list.append(try measureWatchdogStallAllocations(stallMilliseconds: stallMilliseconds, idleSeconds: idleSeconds))
@@ -38,9 +42,20 @@ struct AllocationsBenchmark: ParsableCommand {
         }
         let perIdleRound = Spread(list.map { Double($0.idleMallocs) / Double(max($0.idleRounds, 1)) })
         let perReport = Spread(list.map { Double($0.watchdogThread) / 2 }) // two reports a stall: first and final
-        print(String(format: "mallocs per idle round: %.2f median [%.2f…%.2f] — goal 0: %@", perIdleRound.median, perIdleRound.min,
-                     perIdleRound.max, perIdleRound.median == 0 ? "PASS" : "MISS"))
-        print(String(format: "mallocs per report (watchdog thread, stall of %d ms ÷ 2 reports): %.0f median [%.0f…%.0f] — goal ≤ 50: %@",
-                     stallMilliseconds, perReport.median, perReport.min, perReport.max, perReport.median <= 50 ? "PASS" : "MISS"))
+        print(String(format: "mallocs per idle round %.2f [%.2f…%.2f]; per report %.0f [%.0f…%.0f]", perIdleRound.median, perIdleRound.min,
+                     perIdleRound.max, perReport.median, perReport.min, perReport.max))
+        let figures = AllocationFigures(perIdleRound: perIdleRound.median, perReport: perReport.median)
+        let goals = AllocationGoals.evaluate(figures)
+        GoalLines.print(goals, keys: AllocationGoals.keys)
+        if let json {
+            try BenchRecord(bench: "allocations", start: start, goals: goals,
+                            figures: AllocationsRecord(summary: figures, rounds: list)).write(to: json)
+        }
     }
+}
+
+/// `bench allocations --json`: the judged figures and every round's counts.
+struct AllocationsRecord: Encodable {
+    var summary: AllocationFigures
+    var rounds: [WatchdogStallAllocations]
 }

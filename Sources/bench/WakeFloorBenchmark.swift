@@ -22,6 +22,8 @@ struct WakeFloorBenchmark: ParsableCommand {
     var rounds: Int = 3
     @Option(help: "Seconds per round.")
     var seconds: Double = 5
+    @Option(help: "Also write the figures as JSON (a BenchRecord, no goals: a floor) to this file.")
+    var json: String?
 
     func validate() throws {
         guard rounds >= 1 else { throw ValidationError("--rounds must be ≥ 1") }
@@ -29,7 +31,8 @@ struct WakeFloorBenchmark: ParsableCommand {
     }
 
     func run() throws {
-        print("bench wake-floor: \(MachineDescription.current().oneLine)")
+        let start = RunStart.now()
+        print("bench wake-floor: \(start.machine.oneLine)")
         let periods = [40, 450]
         var perWake: [Int: [Double]] = [:], percent: [Int: [Double]] = [:], rates: [Int: [Double]] = [:]
         for _ in 0..<rounds {
@@ -44,6 +47,13 @@ struct WakeFloorBenchmark: ParsableCommand {
             let w = Spread(perWake[period] ?? []), p = Spread(percent[period] ?? []), r = Spread(rates[period] ?? [])
             print(String(format: "wake every %d ms: %.1f wake-ups/s, %.1f µs CPU per wake-up [%.1f…%.1f], %.4f %% of a core [%.4f…%.4f]",
                          period, r.median, w.median, w.min, w.max, p.median, p.min, p.max))
+        }
+        if let json {
+            let rows = periods.map { period in
+                WakeFloorRow(periodMilliseconds: period, wakeupsPerSecond: Spread(rates[period] ?? []).median,
+                             microsecondsPerWake: Spread(perWake[period] ?? []), percentOfCore: Spread(percent[period] ?? []))
+            }
+            try BenchRecord(bench: "wake-floor", start: start, goals: [:], figures: rows).write(to: json)
         }
         let floor40 = Spread(percent[40] ?? []).median
         print(String(format: "the idle-watchdog goal (≤ 0.01 %% of a core) at one round every 40 ms: floor %.4f %% — %@",
@@ -75,4 +85,12 @@ struct WakeFloorBenchmark: ParsableCommand {
         let wakes = Double(s1.timeslices - s0.timeslices)
         return (wakes / wall, wakes > 0 ? cpu / wakes * 1e6 : .nan, cpu / wall * 100)
     }
+}
+
+/// One period's floor, as `--json` writes it.
+struct WakeFloorRow: Encodable {
+    var periodMilliseconds: Int
+    var wakeupsPerSecond: Double
+    var microsecondsPerWake: Spread
+    var percentOfCore: Spread
 }

@@ -280,6 +280,38 @@ struct EpisodeTests {
                 "report \(report.duration), busy \(busy)")
     }
 
+    @Test("a feedback crossing the watchdog takes only after its busy period ended still gets that period's length")
+    func feedbackTakenAfterTheBusyPeriod() throws {
+        let directory = temporaryDirectory("feedback-late")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .seconds(2)), reportDirectory: directory,
+                                    metrics: nil)
+        let probe = watchdog.makeProbe(name: "late-render-loop")
+        let renders = probe.counter(for: "render", threshold: 10)
+        try watchdog.start()
+        // The first round finds the loop idle and sleeps 0.9 × threshold: the whole busy period
+        // below falls inside that sleep, so the crossing is taken after the period ended.
+        usleep(300_000)
+        let busyFor = Mutex<Duration>(.zero)
+        let worker = TestThread(name: "sw-feedback-late") { _ in
+            let clock = ContinuousClock()
+            let began = clock.now
+            probe.busy()
+            for _ in 0..<20 { renders.hit() }
+            stallwatchFixtureCPUStall(milliseconds: 100)
+            probe.idle()
+            busyFor.withLock { $0 = clock.now - began }
+        }
+        worker.stopAndJoin(timeout: .seconds(5))
+        usleep(3_000_000)
+        watchdog.stop()
+        let report = try #require(storedReports(directory).first { $0.kind == .feedbackLoop })
+        #expect(report.durationIsFinal)
+        let busy = busyFor.withLock { $0 }
+        #expect(report.duration >= busy - .milliseconds(50) && report.duration <= busy + .milliseconds(100),
+                "report \(report.duration), busy \(busy)")
+    }
+
     /// Issue 18, defect 3: the round that reports a stall may take a while (it walks every other
     /// thread); a stall that ends meanwhile must not be blamed on what its thread does next.
     @Test("a sleep that ends while its report is made: cause sleeping, not the lock its thread waits on next")

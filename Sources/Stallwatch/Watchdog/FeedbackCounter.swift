@@ -59,7 +59,8 @@ public final class FeedbackCounter: Sendable {
         var raw = sw_stack_t()
         let stack: CapturedStack? = sw_capture_self(&raw, 128) == 0 ? withUnsafePointer(to: &raw) { CapturedStack($0) } : nil
         probe.recordFeedback(FeedbackCrossing(key: key, count: n, threshold: threshold,
-                                              at: MonotonicClock.now(), stack: stack))
+                                              at: MonotonicClock.now(), stack: stack,
+                                              busySince: probe.busySince, period: probe.busyPeriod))
     }
 }
 
@@ -70,4 +71,8 @@ struct FeedbackCrossing: Sendable {
     let threshold: Int
     let at: MonotonicInstant
     let stack: CapturedStack?
+    /// The busy period the crossing happened in, read on the loop's own thread: the watchdog may
+    /// take the crossing only after that period ended (it is not woken for it).
+    let busySince: MonotonicInstant?
+    let period: UInt64
 }

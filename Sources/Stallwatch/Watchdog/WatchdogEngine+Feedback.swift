@@ -8,7 +8,7 @@ extension WatchdogEngine {
     func reportFeedback(of probe: HeartbeatProbe, in m: LoopMonitor) {
         finishFeedbackReports(of: probe, in: m, now: MonotonicClock.now())
         for crossing in probe.takeFeedbackCrossings() {
-            let since = probe.busySince ?? crossing.at
+            let since = crossing.busySince ?? crossing.at
             let withFacts = builder.feedbackReport(id: nextReportID(), loopName: probe.name, crossing: crossing, since: since,
                                                    thread: crossing.stack?.thread ?? probe.thread, lateness: lateness)
             logger.warning("feedback loop", metadata: [
@@ -16,7 +16,7 @@ extension WatchdogEngine {
                 "blamed": "\(withFacts.blamedSummary(frames: 1))", "id": "\(withFacts.id)"])
             writer?.submit(withFacts)
             emit(.feedbackLoop(withFacts))
-            m.openFeedbackReports.append((withFacts, since, probe.busyPeriod))
+            m.openFeedbackReports.append((withFacts, since, crossing.period))
         }
     }
 
