@@ -215,7 +215,22 @@ def generic_figures(f):
     return table(["figure", "value"], rows) if rows else []
 
 
-FIGURES = {"sampler": sampler_figures, "probe": probe_figures, "detect": detect_figures, "server": server_figures}
+def wake_floor_figures(f):
+    """bench wake-floor: a thread that only wakes up, per period (the watchdog's idle floor)."""
+    rows = [[f"{r['periodMilliseconds']} ms", num(r["wakeupsPerSecond"], 1), spread(r["microsecondsPerWake"], 1),
+             spread(r["percentOfCore"], 4)] for r in f]
+    return table(["wake every", "wake-ups/s", "CPU per wake-up, µs median [min…max]", "% of a core"], rows)
+
+
+def allocations_figures(f):
+    """bench allocations: the watchdog thread's mallocs, idle and through one sampled stall, per round."""
+    rows = [[str(i + 1), f"{r['idleMallocs']} in {r['idleRounds']} rounds", str(r["beforeDetection"]), str(r["whileStalled"]),
+             str(r["finalReport"]), str(r["processWide"])] for i, r in enumerate(f["rounds"])]
+    return table(["round", "idle", "start → first report", "while stalled", "final report", "process-wide"], rows)
+
+
+FIGURES = {"sampler": sampler_figures, "probe": probe_figures, "detect": detect_figures, "server": server_figures,
+           "wake-floor": wake_floor_figures, "allocations": allocations_figures}
 
 
 def benchmarks_md(records):
