@@ -22,6 +22,12 @@ int32_t sw_current_tid(void);
 /// Returns 0 or -errno.
 int sw_threads_list(int32_t *tids, size_t cap, size_t *count);
 
+/// Opens /proc/self/task for sw_threads_list_fd. Returns the descriptor or -errno; the caller closes it.
+int sw_task_dir_open(void);
+
+/// sw_threads_list on a descriptor from sw_task_dir_open, listed again from its start each call.
+int sw_threads_list_fd(int dirfd, int32_t *tids, size_t cap, size_t *count);
+
 /// What /proc/self/task/<tid>/stat says about a thread.
 typedef struct sw_thread_stat {
     int32_t tid;
@@ -54,6 +60,18 @@ int sw_thread_syscall(int32_t tid, sw_thread_syscall_t *out);
 
 /// Reads /proc/self/task/<tid>/schedstat: time on CPU, time waiting on a run queue (ns), timeslices.
 int sw_thread_schedstat(int32_t tid, uint64_t *run_ns, uint64_t *wait_ns, uint64_t *timeslices);
+
+/// Opens /proc/self/task/<tid>/<leaf> read-only (close-on-exec) for the `_fd` readers below, which
+/// re-read it without opening it again (a watcher that reads the same files every few ms saves
+/// the path lookup, the open and the close). Returns the descriptor, -ESRCH when the thread is
+/// gone, or -errno. The caller closes it.
+int sw_task_file_open(int32_t tid, const char *leaf);
+
+/// sw_thread_syscall on a descriptor from sw_task_file_open(tid, "syscall").
+int sw_thread_syscall_fd(int fd, sw_thread_syscall_t *out);
+
+/// sw_thread_schedstat on a descriptor from sw_task_file_open(tid, "schedstat").
+int sw_thread_schedstat_fd(int fd, uint64_t *run_ns, uint64_t *wait_ns, uint64_t *timeslices);
 
 /// Describes a file descriptor of this process by readlink of /proc/self/fd/<fd>
 /// ("socket:[123]", "pipe:[45]", "/var/log/x", "anon_inode:[eventfd]"). Returns the length or -errno.

@@ -118,14 +118,9 @@ static int read_task_file(int32_t tid, const char *leaf, char *buf, size_t cap) 
     return (int)len;
 }
 
-int sw_threads_list(int32_t *tids, size_t cap, size_t *count) {
-    if (count == NULL || (tids == NULL && cap != 0)) return -EINVAL;
-    int fd;
-    do {
-        fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    } while (fd < 0 && errno == EINTR);
-    if (fd < 0) return -errno;
-
+// Lists the task directory open at `fd` from its start (lseek to 0 restarts a /proc directory).
+static int list_task_dir(int fd, int32_t *tids, size_t cap, size_t *count) {
+    if (lseek(fd, 0, SEEK_SET) != 0) return -errno;
     // Layout of the kernel's struct linux_dirent64; glibc's struct dirent64 is not guaranteed to match.
     struct dirent64_raw {
         uint64_t d_ino;
@@ -155,8 +150,29 @@ int sw_threads_list(int32_t *tids, size_t cap, size_t *count) {
             n_found++;
         }
     }
-    close(fd);
     *count = n_found;
+    return result;
+}
+
+int sw_task_dir_open(void) {
+    int fd;
+    do {
+        fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    return fd < 0 ? -errno : fd;
+}
+
+int sw_threads_list_fd(int dirfd, int32_t *tids, size_t cap, size_t *count) {
+    if (dirfd < 0 || count == NULL || (tids == NULL && cap != 0)) return -EINVAL;
+    return list_task_dir(dirfd, tids, cap, count);
+}
+
+int sw_threads_list(int32_t *tids, size_t cap, size_t *count) {
+    if (count == NULL || (tids == NULL && cap != 0)) return -EINVAL;
+    int fd = sw_task_dir_open();
+    if (fd < 0) return fd;
+    int result = list_task_dir(fd, tids, cap, count);
+    close(fd);
     return result;
 }
 
@@ -193,6 +209,61 @@ int sw_thread_schedstat(int32_t tid, uint64_t *run_ns, uint64_t *wait_ns, uint64
     if (run_ns == NULL || wait_ns == NULL || timeslices == NULL) return -EINVAL;
     char buf[128];
     int len = read_task_file(tid, "schedstat", buf, sizeof buf);
+    if (len < 0) return len;
+    return sw_parse_schedstat(buf, run_ns, wait_ns, timeslices);
+}
+
+int sw_task_file_open(int32_t tid, const char *leaf) {
+    if (tid <= 0 || leaf == NULL) return -EINVAL;
+    char path[64];
+    if (!task_path(path, sizeof path, tid, leaf)) return -ENAMETOOLONG;
+    int fd;
+    do {
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        int e = errno;
+        return e == ENOENT ? missing_file_error(tid) : (e == ESRCH ? -ESRCH : -e);
+    }
+    return fd;
+}
+
+// A /proc task file re-read from its start: the kernel generates it anew for a read at offset 0
+// (seq_file), so one open descriptor serves every scan. Returns the length or -errno (-ESRCH once
+// the thread is gone).
+static int pread_task_file(int fd, char *buf, size_t cap) {
+    if (fd < 0 || cap == 0) return -EINVAL;
+    size_t len = 0;
+    while (len < cap - 1) {
+        ssize_t n = pread(fd, buf + len, cap - 1 - len, (off_t)len);
+        if (n > 0) {
+            len += (size_t)n;
+        } else if (n == 0) {
+            break;
+        } else if (errno != EINTR) {
+            return (errno == ENOENT || errno == ESRCH) ? -ESRCH : -errno;
+        }
+    }
+    // An exited thread's file reads as empty rather than failing on some kernels.
+    if (len == 0) return -ESRCH;
+    buf[len] = '\0';
+    return (int)len;
+}
+
+// async-signal-safe: pread and in-place parsing only.
+int sw_thread_syscall_fd(int fd, sw_thread_syscall_t *out) {
+    if (out == NULL) return -EINVAL;
+    char buf[256];
+    int len = pread_task_file(fd, buf, sizeof buf);
+    if (len < 0) return len;
+    return sw_parse_thread_syscall(buf, out);
+}
+
+// async-signal-safe: pread and in-place parsing only.
+int sw_thread_schedstat_fd(int fd, uint64_t *run_ns, uint64_t *wait_ns, uint64_t *timeslices) {
+    if (run_ns == NULL || wait_ns == NULL || timeslices == NULL) return -EINVAL;
+    char buf[128];
+    int len = pread_task_file(fd, buf, sizeof buf);
     if (len < 0) return len;
     return sw_parse_schedstat(buf, run_ns, wait_ns, timeslices);
 }

@@ -275,7 +275,10 @@ int sw_test_walk_into_unmapped(uint64_t *frames_after, uint64_t *libunwind_frame
         if (rc == 0) rc = sw_capture(tid, SW_UNWIND_LIBUNWIND, 64, 1000000000LL, &st);
         *libunwind_frames_after = rc == 0 ? st.count : 0;
         uint64_t before = sw_ring_taken(ring);
-        nanosleep(&pause, NULL);
+        // Up to 2 s: the ring ticks on the thread's CPU time, which a loaded machine hands out
+        // slowly (20 ms of wall time once gave the spinning thread less than one tick).
+        struct timespec step = {.tv_sec = 0, .tv_nsec = 5000000};
+        for (int i = 0; i < 400 && sw_ring_taken(ring) == before; i++) nanosleep(&step, NULL);
         *ring_samples = sw_ring_taken(ring) - before;
     }
     if (ring >= 0) sw_ring_stop(ring);

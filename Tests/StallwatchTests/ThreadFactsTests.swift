@@ -112,6 +112,51 @@ struct ThreadFactsTests {
         #expect(Set(extraIDs).isSubset(of: Set(small)))
     }
 
+    @Test("files kept open are read anew each time: a blocked read, a spin's growing run time, ESRCH once the thread is gone")
+    func taskFilesKeptOpen() throws {
+        var fds: [Int32] = [-1, -1]
+        try #require(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let readFD = fds[0]
+        let worker = TestThread(name: "sw-task-files") { t in
+            var byte: UInt8 = 0
+            _ = read(readFD, &byte, 1)                          // blocked first
+            let end = ContinuousClock.now + .milliseconds(60)   // then spinning
+            while ContinuousClock.now < end && !t.shouldStop {}
+        }
+        let tid = try #require(worker.tid)
+        let files = TaskFiles(tid)
+        var call = sw_thread_syscall_t()
+        #expect(eventually { files.syscall(&call) == 0 && call.nr == 0 /* read on x86-64 */ || call.nr == 63 /* read on aarch64 */ }, "last read: nr \(call.nr)")
+        var run0: UInt64 = 0, wait0: UInt64 = 0, slices0: UInt64 = 0
+        #expect(files.schedstat(run: &run0, wait: &wait0, timeslices: &slices0) == 0)
+        var byte: UInt8 = 1
+        _ = write(fds[1], &byte, 1)
+        var run1: UInt64 = 0, wait1: UInt64 = 0, slices1: UInt64 = 0
+        #expect(eventually { files.schedstat(run: &run1, wait: &wait1, timeslices: &slices1) == 0 && run1 >= run0 + 20_000_000 },
+                "run time \(run0) → \(run1): the kept descriptor gave a stale file")
+        worker.stopAndJoin()
+        #expect(files.syscall(&call) == -ESRCH)
+        #expect(files.schedstat(run: &run1, wait: &wait1, timeslices: &slices1) == -ESRCH)
+    }
+
+    @Test("a task directory kept open lists the same threads as a fresh one, each time anew")
+    func taskDirectoryKeptOpen() throws {
+        let directory = sw_task_dir_open()
+        try #require(directory >= 0)
+        defer { close(directory) }
+        var kept: [ThreadID] = []
+        try ThreadList.current(into: &kept, directory: directory)
+        #expect(kept.contains(ThreadID.current))
+        let extra = TestThread(name: "sw-dir-kept") { t in while !t.shouldStop { usleep(1000) } }
+        let extraID = try #require(extra.tid)
+        try ThreadList.current(into: &kept, directory: directory)
+        #expect(kept.contains(extraID))
+        extra.stopAndJoin()
+        try ThreadList.current(into: &kept, directory: directory)
+        #expect(!kept.contains(extraID))
+    }
+
     @Test func currentThreadIDIsTheKernelTid() throws {
         let tid = ThreadID.current
         #expect(tid.rawValue == sw_gettid())

@@ -30,9 +30,10 @@ package enum ThreadList {
     }
 
     /// The same into `list`, whose storage is reused: no allocation once it has held as many
-    /// threads as the process has (the watchdog lists threads every pool scan).
+    /// threads as the process has (the watchdog lists threads every pool scan). `directory`, when
+    /// given, is `/proc/self/task` kept open (``sw_task_dir_open``): listed again without opening it.
     /// - Throws: ``ThreadError`` when `/proc/self/task` cannot be read.
-    package static func current(into list: inout [ThreadID]) throws(ThreadError) {
+    package static func current(into list: inout [ThreadID], directory: Int32 = -1) throws(ThreadError) {
         for _ in 0..<8 {
             list.removeAll(keepingCapacity: true)
             let capacity = max(list.capacity, 64)
@@ -44,7 +45,8 @@ package enum ThreadList {
             list.append(contentsOf: repeatElement(ThreadID(rawValue: 0), count: room))
             list.withUnsafeMutableBufferPointer { buffer in
                 buffer.withMemoryRebound(to: Int32.self) { raw in
-                    rc = sw_threads_list(raw.baseAddress, raw.count, &count)
+                    rc = directory >= 0 ? sw_threads_list_fd(directory, raw.baseAddress, raw.count, &count)
+                                        : sw_threads_list(raw.baseAddress, raw.count, &count)
                 }
             }
             guard rc == 0 else {

@@ -34,6 +34,9 @@ final class PoolJobWatcher {
 
     private final class PoolThread {
         let probe = HeartbeatProbe(name: PoolJobWatcher.loopName)
+        /// Its syscall and schedstat files, kept open: read every scan the thread has run since.
+        let files: TaskFiles
+        init(_ tid: ThreadID) { files = TaskFiles(tid) }
         /// The last scan that listed the thread (one that did not has seen it exit).
         var seen = 0
         var job: PoolJob?
@@ -63,8 +66,13 @@ final class PoolJobWatcher {
     /// (a thread may be renamed after it was first listed) and the last scan that listed them.
     private var others: [ThreadID: (retry: Int, seen: Int)] = [:]
     private var scans = 0
-    /// The thread listing, its storage reused from scan to scan.
+    /// The thread listing, its storage reused from scan to scan, and /proc/self/task kept open for it.
     private var tids: [ThreadID] = []
+    private let taskDirectory = sw_task_dir_open()
+
+    deinit {
+        if taskDirectory >= 0 { close(taskDirectory) }
+    }
 
     init(sampler: StackSampler, symbolizer: Symbolizer) {
         self.sampler = sampler
@@ -96,7 +104,7 @@ final class PoolJobWatcher {
     func scan(now: MonotonicInstant, maySignal: Bool = true) -> Bool {
         PoolScanCost.scanCount.add(1, ordering: .relaxed)
         PoolScanCost.procReadCount.add(1, ordering: .relaxed)
-        guard let frames, (try? ThreadList.current(into: &tids)) != nil else { return false }
+        guard let frames, (try? ThreadList.current(into: &tids, directory: taskDirectory)) != nil else { return false }
         scans += 1
         var changed = false
         let own = ThreadID.current
@@ -118,7 +126,7 @@ final class PoolJobWatcher {
                     continue
                 }
                 others[tid] = nil
-                thread = PoolThread()
+                thread = PoolThread(tid)
                 threads[tid] = thread
                 changed = true
             }
@@ -149,9 +157,9 @@ final class PoolJobWatcher {
         thread.idleCPU = nil
         var call = sw_thread_syscall_t()
         PoolScanCost.procReadCount.add(2, ordering: .relaxed)
-        guard sw_thread_syscall(tid.rawValue, &call) == 0 else { return }
+        guard thread.files.syscall(&call) == 0 else { return }
         var run: UInt64 = 0, wait: UInt64 = 0, slices: UInt64 = 0
-        let sched = sw_thread_schedstat(tid.rawValue, &run, &wait, &slices) == 0
+        let sched = thread.files.schedstat(run: &run, wait: &wait, timeslices: &slices) == 0
         // The last scan that concluded something (in a job, or outside any): the job's start and
         // end lie after it, and the demand since then is what the thread ran meanwhile.
         let previous = thread.last

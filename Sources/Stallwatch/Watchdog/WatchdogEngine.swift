@@ -57,6 +57,8 @@ final class WatchdogEngine {
     /// The watchdog thread's CPU time already counted in the metrics.
     private var reportedCPU: Duration = .zero
     let ownThread = ThreadID.current
+    /// The watchdog thread's own schedstat, read twice a round (see ``SuspensionJudge``): kept open.
+    private lazy var ownFiles = TaskFiles(ownThread)
 
     init(configuration: WatchdogConfiguration, sampler: StackSampler, writer: ReportWriter?, logger: Logger,
          metrics: WatchdogMetrics?, emit: @escaping (WatchdogEvent) -> Void) {
@@ -237,7 +239,9 @@ final class WatchdogEngine {
 
     private func ownThreadFigures() -> (cpu: Duration, runQueueWait: Duration?) {
         let cpu = (try? ThreadCPUClock(ownThread).elapsed()) ?? .zero
-        return (cpu, try? ThreadInfo.schedStat(ownThread).waitTime)
+        var run: UInt64 = 0, wait: UInt64 = 0, slices: UInt64 = 0
+        guard ownFiles.schedstat(run: &run, wait: &wait, timeslices: &slices) == 0 else { return (cpu, nil) }
+        return (cpu, .nanoseconds(Int64(clamping: wait)))
     }
 
     /// A round that took far longer than its CPU time and run-queue wait explain was stopped part
