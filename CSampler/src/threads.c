@@ -149,6 +149,9 @@ static int list_task_dir(int fd, int32_t *tids, size_t cap, size_t *count) {
             if (n_found < cap) tids[n_found] = (int32_t)tid;
             n_found++;
         }
+        // procfs fills the buffer while entries fit: one that left room for a long entry was the
+        // last (saves the call that would return 0).
+        if ((size_t)n + 280 <= sizeof buf) break;
     }
     *count = n_found;
     return result;
@@ -235,9 +238,13 @@ static int pread_task_file(int fd, char *buf, size_t cap) {
     if (fd < 0 || cap == 0) return -EINVAL;
     size_t len = 0;
     while (len < cap - 1) {
-        ssize_t n = pread(fd, buf + len, cap - 1 - len, (off_t)len);
+        size_t want = cap - 1 - len;
+        ssize_t n = pread(fd, buf + len, want, (off_t)len);
         if (n > 0) {
             len += (size_t)n;
+            // A /proc task file is generated whole on a read from its start: a read that did not
+            // fill the buffer returned all of it (saves the second read that would return 0).
+            if ((size_t)n < want) break;
         } else if (n == 0) {
             break;
         } else if (errno != EINTR) {
