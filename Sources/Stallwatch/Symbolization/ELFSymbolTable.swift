@@ -171,7 +171,13 @@ package final class ELFSymbolTable: Sendable {
                 let next = desc + (Int(descSize) + 3) & ~3
                 guard next <= end, next > o else { break }
                 if type == 3 /* NT_GNU_BUILD_ID */, nameSize == 4, f[name] == 0x47, f[name + 1] == 0x4e, f[name + 2] == 0x55 {
-                    return (desc..<desc + Int(descSize)).map { String(format: "%02x", f[$0]) }.joined()
+                    // Hex by hand: String(format:) goes through Foundation's formatter, whose code
+                    // pages (megabytes, measured) would become resident with the first report.
+                    let digits = Array("0123456789abcdef".utf8)
+                    var hex: [UInt8] = []
+                    hex.reserveCapacity(2 * Int(descSize))
+                    for i in desc..<desc + Int(descSize) { hex += [digits[Int(f[i] >> 4)], digits[Int(f[i] & 0xf)]] }
+                    return String(decoding: hex, as: UTF8.self)
                 }
                 o = next
             }

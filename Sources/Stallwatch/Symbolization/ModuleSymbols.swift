@@ -47,7 +47,7 @@ package final class ModuleSymbols: Sendable {
 
     /// Hands back the mapped files' pages that lookups read since the last call (see
     /// ``ELFSymbolTable/releasePages()``); the next lookup faults in the few it needs.
-    func releasePages() {
+    package func releasePages() {
         primary.releasePages()
         for table in extra { table.releasePages() }
     }
