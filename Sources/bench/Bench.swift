@@ -6,7 +6,7 @@ struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure what Stallwatch costs on this machine.",
-        subcommands: [SamplerBenchmark.self, SnapshotBenchmark.self, ProbeBenchmark.self, DetectBenchmark.self, ServerBenchmark.self,
+        subcommands: [SamplerBenchmark.self, SnapshotBenchmark.self, ProbeBenchmark.self, DetectBenchmark.self, ServerBenchmark.self, MemoryBenchmark.self,
                       WorkloadCommand.self]
     )
 }
