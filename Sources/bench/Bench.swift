@@ -7,6 +7,6 @@ struct Bench: ParsableCommand {
         commandName: "bench",
         abstract: "Measure what Stallwatch costs on this machine.",
         subcommands: [SamplerBenchmark.self, SnapshotBenchmark.self, ProbeBenchmark.self, DetectBenchmark.self, ServerBenchmark.self,
-                      WorkloadCommand.self, AllocationsBenchmark.self, WakeFloorBenchmark.self]
+                      MemoryBenchmark.self, AllocationsBenchmark.self, WakeFloorBenchmark.self, WorkloadCommand.self]
     )
 }

@@ -86,7 +86,10 @@ final class ServerProcess {
     }
 
     /// GET `path` on the server with curl-free plain sockets (URLSession is heavy): the body, or nil.
-    func get(_ path: String) -> String? {
+    func get(_ path: String) -> String? { Self.get(path, port: port) }
+
+    /// The same from any thread, given only the port (the process object is not Sendable).
+    static func get(_ path: String, port: Int) -> String? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// The function symbols of one ELF file, from `.symtab` (full, when not stripped) or `.dynsym`.
 ///
@@ -6,17 +7,16 @@ import Glibc
 /// functions stay anonymous with it; the static symbol table names them. A file on disk is mapped
 /// read-only and stays mapped for the life of the table; an in-memory image (MiniDebugInfo's
 /// decompressed symbol file) is copied and owned.
+///
+/// Memory: what is kept is an index of 8 bytes per function (its address and its entry's number in
+/// the file's own symbol table); a lookup reads the one entry it lands on, and its name, from the
+/// mapping. The mapped pages a build or a lookup brought in are handed back (``releasePages()``):
+/// they stay in the page cache and fault back in on the next lookup, so a 120 MB binary no longer
+/// keeps its whole `.symtab` resident (issue 19: +12.5 MiB file-backed, +4.5 MiB for a parsed copy).
 package final class ELFSymbolTable: Sendable {
-    private struct Symbol: Sendable {
-        let value: UInt64
-        let size: UInt64
-        let nameOffset: Int
-        /// STB_LOCAL 0, STB_GLOBAL 1, STB_WEAK 2: among aliases, a global name is the one people know;
-        /// then the default version, then any but glibc's internal `__GI_` one.
-        let binding: UInt8
-    }
-
-    private let symbols: [Symbol]
+    private let index: SymbolIndex
+    private let symbolsOffset: Int   // the symbol table inside the image
+    private let symbolEntrySize: Int
     private let stringsOffset: Int   // the string table inside the image
     private let stringsCount: Int
     /// `true` for position-independent files (ET_DYN): symbol values are relative to the load bias.
@@ -34,6 +34,9 @@ package final class ELFSymbolTable: Sendable {
     // The image is never written and never released while the table lives; it is shared read-only.
     nonisolated(unsafe) private let image: UnsafeRawBufferPointer
     private let isMapped: Bool
+    /// Whether the mapping was read since its pages were last handed back: releasing is then a
+    /// system call, otherwise nothing.
+    private let touched = Atomic<Bool>(false)
 
     /// Maps and parses `path`; `nil` when it is not a readable 64-bit ELF file with a symbol table.
     init?(path: String) {
@@ -51,10 +54,14 @@ package final class ELFSymbolTable: Sendable {
         }
         image = file
         isMapped = true
-        (symbols, stringsOffset, stringsCount) = (parsed.symbols, parsed.stringsOffset, parsed.stringsCount)
+        (index, symbolsOffset, symbolEntrySize) = (parsed.index, parsed.symbolsOffset, parsed.symbolEntrySize)
+        (stringsOffset, stringsCount) = (parsed.stringsOffset, parsed.stringsCount)
         (isRelocatable, lowestLoadAddress, hasFullSymbolTable) = (parsed.relocatable, parsed.lowestLoad, parsed.full)
         miniDebugInfoRange = parsed.miniDebugInfo
         buildID = Self.buildID(file)
+        // Building the index read the whole symbol table: none of it is needed resident now.
+        touched.store(true, ordering: .relaxed)
+        releasePages()
     }
 
     /// Parses an ELF image held in memory (copied); `nil` when it is not one with a symbol table.
@@ -69,7 +76,8 @@ package final class ELFSymbolTable: Sendable {
         }
         image = file
         isMapped = false
-        (symbols, stringsOffset, stringsCount) = (parsed.symbols, parsed.stringsOffset, parsed.stringsCount)
+        (index, symbolsOffset, symbolEntrySize) = (parsed.index, parsed.symbolsOffset, parsed.symbolEntrySize)
+        (stringsOffset, stringsCount) = (parsed.stringsOffset, parsed.stringsCount)
         (isRelocatable, lowestLoadAddress, hasFullSymbolTable) = (parsed.relocatable, parsed.lowestLoad, parsed.full)
         miniDebugInfoRange = parsed.miniDebugInfo
         buildID = Self.buildID(file)
@@ -87,22 +95,43 @@ package final class ELFSymbolTable: Sendable {
     /// The `.gnu_debugdata` section's bytes, handed to `body` (valid only inside it).
     func withMiniDebugInfo<T>(_ body: (UnsafeRawBufferPointer) -> T) -> T? {
         guard let range = miniDebugInfoRange else { return nil }
+        markTouched()
         return body(UnsafeRawBufferPointer(rebasing: image[range]))
     }
 
     /// The function containing `address` (a value in the file's own address space):
     /// its name and start.
     func lookup(fileAddress address: UInt64) -> (name: String, start: UInt64)? {
-        var lo = 0, hi = symbols.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if symbols[mid].value <= address { lo = mid + 1 } else { hi = mid }
-        }
-        guard lo > 0 else { return nil }
-        let s = symbols[lo - 1]
+        guard let entry = index.entry(atOrBelow: address) else { return nil }
+        markTouched()
+        let r = Reader(f: image)
+        guard let o = r.entry(symbolsOffset, entry, symbolEntrySize), let nameOffset = r.u32(o),
+              let value = r.u64(o + 8), let size = r.u64(o + 16), value <= address else { return nil }
         // A sized symbol must contain the address; an unsized one is trusted only nearby.
-        if s.size > 0 ? address - s.value >= s.size : address - s.value > 4096 { return nil }
-        return (name(at: s.nameOffset), s.value)
+        if size > 0 ? address - value >= size : address - value > 4096 { return nil }
+        return (name(at: Int(nameOffset)), value)
+    }
+
+    /// How many functions the index holds (one per address).
+    var count: Int { index.count }
+
+    /// Where the file is mapped (nil for an in-memory image), for tests that read its resident size.
+    var mappedAddress: UInt? { isMapped ? image.baseAddress.map { UInt(bitPattern: $0) } : nil }
+
+    /// Hands the mapped file's resident pages back to the kernel when anything read them since the
+    /// last call. They are the file's own pages, unmodified (the mapping is read-only): they stay in
+    /// the page cache, and a later lookup faults in the few it reads. A lookup running meanwhile on
+    /// another thread faults its page back in and reads the same bytes. An in-memory image is the
+    /// only copy of its bytes and is kept.
+    func releasePages() {
+        guard isMapped, touched.load(ordering: .relaxed), touched.exchange(false, ordering: .relaxed),
+              let base = image.baseAddress else { return }
+        madvise(UnsafeMutableRawPointer(mutating: base), image.count, MADV_DONTNEED)
+    }
+
+    private func markTouched() {
+        // A load first: the flag is set once per batch of lookups, not written by every lookup.
+        if isMapped, !touched.load(ordering: .relaxed) { touched.store(true, ordering: .relaxed) }
     }
 
     private func name(at offset: Int) -> String {
@@ -142,7 +171,13 @@ package final class ELFSymbolTable: Sendable {
                 let next = desc + (Int(descSize) + 3) & ~3
                 guard next <= end, next > o else { break }
                 if type == 3 /* NT_GNU_BUILD_ID */, nameSize == 4, f[name] == 0x47, f[name + 1] == 0x4e, f[name + 2] == 0x55 {
-                    return (desc..<desc + Int(descSize)).map { String(format: "%02x", f[$0]) }.joined()
+                    // Hex by hand: String(format:) goes through Foundation's formatter, whose code
+                    // pages (megabytes, measured) would become resident with the first report.
+                    let digits = Array("0123456789abcdef".utf8)
+                    var hex: [UInt8] = []
+                    hex.reserveCapacity(2 * Int(descSize))
+                    for i in desc..<desc + Int(descSize) { hex += [digits[Int(f[i] >> 4)], digits[Int(f[i] & 0xf)]] }
+                    return String(decoding: hex, as: UTF8.self)
                 }
                 o = next
             }
@@ -151,7 +186,9 @@ package final class ELFSymbolTable: Sendable {
     }
 
     private struct Parsed {
-        var symbols: [Symbol]
+        var index: SymbolIndex
+        var symbolsOffset: Int
+        var symbolEntrySize: Int
         var stringsOffset: Int
         var stringsCount: Int
         var relocatable: Bool
@@ -175,60 +212,119 @@ package final class ELFSymbolTable: Sendable {
         if lowest == .max { lowest = 0 }
         func section(_ i: Int) -> Int? { r.entry(shoff, i, Int(shentsize)) }
         // Prefer the full static table; fall back to the dynamic one.
-        var chosen: (sym: Int, symSize: Int, entsize: Int, str: Int, strSize: Int, full: Bool)?
+        var chosen: SymbolSection?
         for wanted: UInt32 in [2 /* SHT_SYMTAB */, 11 /* SHT_DYNSYM */] where chosen == nil {
             for i in 0..<Int(shnum) {
                 guard let o = section(i), r.u32(o + 4) == wanted, let off = r.offset(o + 24), let size = r.offset(o + 32),
                       let link = r.u32(o + 40), let ent = r.u64(o + 56), ent >= 24, ent <= 4096,
                       let lo = section(Int(link)), let soff = r.offset(lo + 24), let ssize = r.offset(lo + 32),
                       soff + ssize <= f.count, off + size <= f.count else { continue }
-                chosen = (off, size, Int(ent), soff, ssize, wanted == 2)
+                chosen = SymbolSection(offset: off, size: size, entrySize: Int(ent), stringsOffset: soff, stringsSize: ssize,
+                                       full: wanted == 2)
                 break
             }
         }
         guard let c = chosen else { return nil }
-        var symbols: [Symbol] = []
-        symbols.reserveCapacity(c.symSize / c.entsize)
-        var o = c.sym
-        while o + 24 <= c.sym + c.symSize {
-            let info = f[o + 4]
-            if info & 0xf == 2 /* STT_FUNC */, let name = r.u32(o), let value = r.u64(o + 8), let size = r.u64(o + 16),
-               value != 0 {
-                symbols.append(Symbol(value: value, size: size, nameOffset: Int(name), binding: info >> 4))
-            }
-            o += c.entsize
-        }
-        // By name offset too, so equal-ranked aliases resolve the same way every time.
-        symbols.sort { ($0.value, $0.nameOffset) < ($1.value, $1.nameOffset) }
-        let strings = UnsafeRawBufferPointer(rebasing: f[c.str..<c.str + c.strSize])
-        return Parsed(symbols: bestAliases(symbols, strings: strings), stringsOffset: c.str, stringsCount: c.strSize, relocatable: type == 3 /* ET_DYN */,
+        return Parsed(index: buildIndex(f, c), symbolsOffset: c.offset, symbolEntrySize: c.entrySize,
+                      stringsOffset: c.stringsOffset, stringsCount: c.stringsSize, relocatable: type == 3 /* ET_DYN */,
                       lowestLoad: lowest, full: c.full,
                       miniDebugInfo: sectionRange(named: ".gnu_debugdata", r: r, count: Int(shnum), names: Int(shstrndx), section: section))
     }
 
-    /// One symbol per address, sorted: aliases share an address (`__pthread_mutex_lock`, the
+    /// Where the chosen symbol table and its string table lie in the image.
+    private struct SymbolSection {
+        var offset: Int
+        var size: Int
+        var entrySize: Int
+        var stringsOffset: Int
+        var stringsSize: Int
+        var full: Bool
+
+        /// Calls `body(entry, value)` for every function symbol with an address, in file order.
+        func forEachFunction(_ f: UnsafeRawBufferPointer, _ body: (Int, UInt64) -> Void) {
+            var o = offset, entry = 0
+            while o + 24 <= offset + size {
+                if f[o + 4] & 0xf == 2 /* STT_FUNC */ {
+                    let value = f.loadUnaligned(fromByteOffset: o + 8, as: UInt64.self)
+                    if value != 0 { body(entry, value) }
+                }
+                o += entrySize
+                entry += 1
+            }
+        }
+    }
+
+    /// The function symbols sorted by address, one per address. Two passes over the table (the
+    /// first only finds the address span), so the index is allocated once at its final size and
+    /// sorted as plain integers; nothing of the entries is copied but their address and number.
+    private static func buildIndex(_ f: UnsafeRawBufferPointer, _ c: SymbolSection) -> SymbolIndex {
+        var count = 0, low = UInt64.max, high: UInt64 = 0
+        c.forEachFunction(f) { _, value in
+            count += 1
+            low = min(low, value)
+            high = max(high, value)
+        }
+        guard count > 0 else { return .packed(base: 0, keys: []) }
+        let strings = UnsafeRawBufferPointer(rebasing: f[c.stringsOffset..<c.stringsOffset + c.stringsSize])
+        let aliases = AliasRanking(f: f, symbols: c, strings: strings)
+        if high - low <= UInt64(UInt32.max), c.size / c.entrySize <= Int(UInt32.max) {
+            var keys: [UInt64] = []
+            keys.reserveCapacity(count)
+            c.forEachFunction(f) { entry, value in keys.append((value - low) << 32 | UInt64(entry)) }
+            keys.sort()
+            let kept = aliases.keepBest(&keys, address: { $0 >> 32 }, entry: { Int($0 & 0xffff_ffff) })
+            return .packed(base: low, keys: Array(keys[..<kept]))
+        }
+        var symbols: [WideSymbol] = []
+        symbols.reserveCapacity(count)
+        c.forEachFunction(f) { entry, value in symbols.append(WideSymbol(value: value, entry: entry)) }
+        symbols.sort { ($0.value, $0.entry) < ($1.value, $1.entry) }
+        let kept = aliases.keepBest(&symbols, address: \.value, entry: \.entry)
+        return .wide(Array(symbols[..<kept]))
+    }
+
+    /// One symbol per address: aliases share an address (`__pthread_mutex_lock`, the
     /// internal `__GI___pthread_mutex_lock`, `pthread_mutex_lock@@GLIBC_2.2.5`), and the name
     /// people know is the sized, global one in its default version. Ranked only where there are
-    /// ties: most addresses have one name.
-    private static func bestAliases(_ sorted: [Symbol], strings: UnsafeRawBufferPointer) -> [Symbol] {
-        func rank(_ s: Symbol) -> Int {
-            (s.size > 0 ? 8 : 0) + (s.binding == 1 || s.binding == 2 ? 4 : 0)
-                + (isOldVersion(s.nameOffset, strings) ? 0 : 2) + (hasPrefix(s.nameOffset, "__GI_", strings) ? 0 : 1)
+    /// ties: most addresses have one name. Among equal ranks the lowest name offset wins, so the
+    /// same file always gives the same name.
+    private struct AliasRanking {
+        let f: UnsafeRawBufferPointer
+        let symbols: SymbolSection
+        let strings: UnsafeRawBufferPointer
+
+        private func rank(_ entry: Int) -> (rank: Int, name: Int) {
+            let o = symbols.offset + entry * symbols.entrySize
+            let name = Int(f.loadUnaligned(fromByteOffset: o, as: UInt32.self))
+            let size = f.loadUnaligned(fromByteOffset: o + 16, as: UInt64.self)
+            let binding = f[o + 4] >> 4   // STB_LOCAL 0, STB_GLOBAL 1, STB_WEAK 2
+            let rank = (size > 0 ? 8 : 0) + (binding == 1 || binding == 2 ? 4 : 0)
+                + (ELFSymbolTable.isOldVersion(name, strings) ? 0 : 2) + (ELFSymbolTable.hasPrefix(name, "__GI_", strings) ? 0 : 1)
+            return (rank, name)
         }
-        var unique: [Symbol] = []
-        unique.reserveCapacity(sorted.count)
-        var i = 0
-        while i < sorted.count {
-            var best = sorted[i]
-            var j = i + 1
-            while j < sorted.count, sorted[j].value == best.value {
-                if rank(sorted[j]) > rank(best) { best = sorted[j] }
-                j += 1
+
+        private func better(_ a: Int, than b: Int) -> Bool {
+            let (ra, rb) = (rank(a), rank(b))
+            return ra.rank > rb.rank || (ra.rank == rb.rank && ra.name < rb.name)
+        }
+
+        /// Keeps the best alias of each address at the front of `sorted` (sorted by address);
+        /// returns how many there are.
+        func keepBest<Key>(_ sorted: inout [Key], address: (Key) -> UInt64, entry: (Key) -> Int) -> Int {
+            var kept = 0, i = 0
+            while i < sorted.count {
+                var best = sorted[i]
+                var j = i + 1
+                while j < sorted.count, address(sorted[j]) == address(best) {
+                    if better(entry(sorted[j]), than: entry(best)) { best = sorted[j] }
+                    j += 1
+                }
+                sorted[kept] = best
+                kept += 1
+                i = j
             }
-            unique.append(best)
-            i = j
+            return kept
         }
-        return unique
     }
 
     /// Whether the name at `offset` starts with `prefix` (glibc's `__GI_` marks internal aliases).
@@ -262,4 +358,51 @@ package final class ELFSymbolTable: Sendable {
         }
         return nil
     }
+}
+
+/// Function symbols sorted by address, one per address, each as its entry's number in the file's
+/// symbol table.
+private enum SymbolIndex: Sendable {
+    /// `(value - base) << 32 | entry`, 8 bytes a symbol: every value lies within 4 GiB above `base`
+    /// and the table has fewer than 2^32 entries, as in every real executable and library.
+    case packed(base: UInt64, keys: [UInt64])
+    /// Anything else (the file is untrusted): value and entry side by side.
+    case wide([WideSymbol])
+
+    var count: Int {
+        switch self {
+        case .packed(_, let keys): keys.count
+        case .wide(let symbols): symbols.count
+        }
+    }
+
+    /// The entry of the last function starting at or below `address`.
+    func entry(atOrBelow address: UInt64) -> Int? {
+        switch self {
+        case .packed(let base, let keys):
+            guard address >= base else { return nil }
+            // Past 4 GiB above the base only the last function can be the candidate (and its size rejects it).
+            let key = min(address - base, UInt64(UInt32.max)) << 32 | 0xffff_ffff
+            let i = Self.countNotAbove(keys.count) { keys[$0] <= key }
+            return i > 0 ? Int(keys[i - 1] & 0xffff_ffff) : nil
+        case .wide(let symbols):
+            let i = Self.countNotAbove(symbols.count) { symbols[$0].value <= address }
+            return i > 0 ? symbols[i - 1].entry : nil
+        }
+    }
+
+    /// The number of leading elements for which `isNotAbove` holds (it holds for a prefix).
+    private static func countNotAbove(_ count: Int, _ isNotAbove: (Int) -> Bool) -> Int {
+        var lo = 0, hi = count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if isNotAbove(mid) { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+}
+
+private struct WideSymbol: Sendable {
+    var value: UInt64
+    var entry: Int
 }

@@ -32,6 +32,8 @@ package final class ModuleSymbols: Sendable {
         } else {
             extra = []
         }
+        // Decompressing read the whole `.gnu_debugdata` section from the mapping.
+        primary.releasePages()
     }
 
     /// The function containing `address` (in the file's own address space), from the fullest
@@ -41,6 +43,13 @@ package final class ModuleSymbols: Sendable {
             if let hit = table.lookup(fileAddress: address) { return hit }
         }
         return primary.lookup(fileAddress: address)
+    }
+
+    /// Hands back the mapped files' pages that lookups read since the last call (see
+    /// ``ELFSymbolTable/releasePages()``); the next lookup faults in the few it needs.
+    package func releasePages() {
+        primary.releasePages()
+        for table in extra { table.releasePages() }
     }
 
     /// Where the names came from, for tests and diagnostics.

@@ -48,8 +48,10 @@ package final class Symbolizer: Sendable {
 
     /// Resolves every frame of a stack. Return addresses (all frames but the first) are looked up at
     /// `address - 1`, inside the call instruction, so a call that ends a function still resolves to it.
+    /// Afterwards the symbol files' pages the lookups read are handed back (``releaseMappedPages()``).
     package func symbolize(_ stack: CapturedStack) -> [SymbolizedFrame] {
-        stack.frames.enumerated().map { i, a in
+        defer { releaseMappedPages() }
+        return stack.frames.enumerated().map { i, a in
             if i == 0 || a == 0 { return symbolize(a) }
             var f = symbolize(a - 1)
             f.address = a
@@ -59,18 +61,34 @@ package final class Symbolizer: Sendable {
         }
     }
 
+    /// Hands back the resident pages of the mapped symbol files that lookups read since the last
+    /// call: they stay in the page cache, and later lookups fault in the few they read. Without it a
+    /// process keeps every symbol-table page it ever looked at (issue 19). Cheap when nothing was
+    /// read (cached frames read nothing): one atomic load per loaded module, no system call. Done
+    /// under the lock, so it allocates nothing.
+    package func releaseMappedPages() {
+        tables.withLock { tables in
+            for table in tables.values { table.releasePages() }
+        }
+    }
+
     /// Loads the main executable's symbol table now, so that the first stall's report does not wait
     /// for it: reading it took 50–130 ms for the 150 MB debug Vapor example, late by as much as the
     /// event of the first stall after start (the matrix's first-stall rows). Its memory is paid at
-    /// start instead of at the first report.
+    /// start instead of at the first report: an index of 8 bytes per function, the file's pages
+    /// handed back once it is built.
     func preloadMainExecutable() {
         let entry = sw_main_entry()
         guard entry != 0 else { return }
         _ = symbolize(UInt(entry))
+        releaseMappedPages()
     }
 
     /// The modules whose symbol tables are loaded.
     var loadedModules: [String] { tables.withLock { Array($0.keys) } }
+
+    /// Their tables, for tests.
+    var loadedTables: [ModuleSymbols] { tables.withLock { Array($0.values) } }
 
     /// A multi-line rendering of a stack, innermost first.
     package func describe(_ stack: CapturedStack) -> String {
