@@ -3,7 +3,7 @@
 # regenerates README.md's goals table and docs/benchmarks.md from those files
 # (scripts/overhead-tables.py). Commit the JSON files with the generated files.
 #
-#   scripts/bench-all.sh                   sampler, probe, detect, server, allocations, wake-floor (≈ 8 min, plus the builds)
+#   scripts/bench-all.sh                   sampler, probe, detect, server, memory, allocations, wake-floor (≈ 9 min, plus the builds)
 #   scripts/bench-all.sh probe detect      only these (any `bench` subcommand that takes --json)
 #   BENCH_ARGS_probe="--idle-seconds 20" scripts/bench-all.sh probe
 #                                          extra arguments for one bench (BENCH_ARGS_<name>)
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 benches=("$@")
-[ ${#benches[@]} -gt 0 ] || benches=(sampler probe detect server allocations wake-floor)
+[ ${#benches[@]} -gt 0 ] || benches=(sampler probe detect server memory allocations wake-floor)
 
 scripts/install-deps.sh --bench
 swift build -c release --product bench -Xcc -Werror -Xcc -Wall -Xcc -Wextra
@@ -21,6 +21,10 @@ for name in "${benches[@]}"; do
     # The server bench runs the Hummingbird example: build it only when it is asked for.
     if [ "$name" = server ]; then
         swift build -c release --package-path Examples/HummingbirdServer -Xcc -Werror -Xcc -Wall -Xcc -Wextra
+    fi
+    # The memory bench runs the Vapor example in debug, as the end-to-end tests do.
+    if [ "$name" = memory ]; then
+        swift build --package-path Examples/VaporServer -Xcc -Werror -Xcc -Wall -Xcc -Wextra
     fi
 done
 
