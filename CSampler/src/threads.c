@@ -82,13 +82,11 @@ static int missing_file_error(int32_t tid) {
     return -ESRCH;
 }
 
-// Reads up to cap-1 bytes of a /proc file and NUL-terminates. Returns the length or -errno
-// (-ESRCH when the thread is gone). A partial read is fine: callers only need the head.
-static int read_task_file(int32_t tid, const char *leaf, char *buf, size_t cap) {
-    if (tid <= 0 || cap == 0) return -EINVAL;
+// async-signal-safe: open only.
+int sw_task_file_open(int32_t tid, const char *leaf) {
+    if (tid <= 0 || leaf == NULL) return -EINVAL;
     char path[64];
     if (!task_path(path, sizeof path, tid, leaf)) return -ENAMETOOLONG;
-
     int fd;
     do {
         fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -97,6 +95,15 @@ static int read_task_file(int32_t tid, const char *leaf, char *buf, size_t cap) 
         int e = errno;
         return e == ENOENT ? missing_file_error(tid) : (e == ESRCH ? -ESRCH : -e);
     }
+    return fd;
+}
+
+// Reads up to cap-1 bytes of a /proc file and NUL-terminates. Returns the length or -errno
+// (-ESRCH when the thread is gone). A partial read is fine: callers only need the head.
+static int read_task_file(int32_t tid, const char *leaf, char *buf, size_t cap) {
+    if (cap == 0) return -EINVAL;
+    int fd = sw_task_file_open(tid, leaf);
+    if (fd < 0) return fd;
 
     size_t len = 0;
     int result = 0;
@@ -216,20 +223,6 @@ int sw_thread_schedstat(int32_t tid, uint64_t *run_ns, uint64_t *wait_ns, uint64
     return sw_parse_schedstat(buf, run_ns, wait_ns, timeslices);
 }
 
-int sw_task_file_open(int32_t tid, const char *leaf) {
-    if (tid <= 0 || leaf == NULL) return -EINVAL;
-    char path[64];
-    if (!task_path(path, sizeof path, tid, leaf)) return -ENAMETOOLONG;
-    int fd;
-    do {
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-    } while (fd < 0 && errno == EINTR);
-    if (fd < 0) {
-        int e = errno;
-        return e == ENOENT ? missing_file_error(tid) : (e == ESRCH ? -ESRCH : -e);
-    }
-    return fd;
-}
 
 // A /proc task file re-read from its start: the kernel generates it anew for a read at offset 0
 // (seq_file), so one open descriptor serves every scan. Returns the length or -errno (-ESRCH once

@@ -249,64 +249,45 @@ struct EpisodeTests {
 
     @Test("a feedback-loop report ends final, with its busy period's length")
     func feedbackReportEndsFinal() throws {
-        let directory = temporaryDirectory("feedback")
+        try checkFeedbackReportLength(busyMilliseconds: 300, waitBeforeBusy: 0)
+    }
+
+    @Test("a feedback crossing the watchdog takes only after its busy period ended still gets that period's length")
+    func feedbackTakenAfterTheBusyPeriod() throws {
+        // The first round finds the loop idle and sleeps 0.9 × threshold: the whole busy period
+        // falls inside that sleep, so the crossing is taken after the period ended.
+        try checkFeedbackReportLength(busyMilliseconds: 100, waitBeforeBusy: 300_000)
+    }
+
+    /// A loop crosses a feedback counter's threshold at the start of a busy period of
+    /// `busyMilliseconds`: its stored report must end final, as long as the period itself.
+    private func checkFeedbackReportLength(busyMilliseconds: Int, waitBeforeBusy: UInt32) throws {
+        let directory = temporaryDirectory("feedback-\(busyMilliseconds)")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let log = EventLog()
         let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .seconds(2)), reportDirectory: directory,
-                                    metrics: nil) { log.append($0) }
+                                    metrics: nil)
         let probe = watchdog.makeProbe(name: "render-loop")
         let renders = probe.counter(for: "render", threshold: 10)
         try watchdog.start()
+        if waitBeforeBusy > 0 { usleep(waitBeforeBusy) }
         let busyFor = Mutex<Duration>(.zero)
         let worker = TestThread(name: "sw-feedback-final") { _ in
             let clock = ContinuousClock()
             let began = clock.now
             probe.busy()
             for _ in 0..<20 { renders.hit() }
-            stallwatchFixtureCPUStall(milliseconds: 300)
+            stallwatchFixtureCPUStall(milliseconds: busyMilliseconds)
             probe.idle()
             busyFor.withLock { $0 = clock.now - began }
         }
         worker.stopAndJoin(timeout: .seconds(5))
-        usleep(2_200_000)   // the idle watchdog looks again within 0.9 x threshold
+        usleep(2_700_000)   // the idle watchdog looks again within 0.9 x threshold
         watchdog.stop()
         let stored = storedReports(directory).filter { $0.kind == .feedbackLoop }
         #expect(stored.count == 1)
         let report = try #require(stored.first)
         #expect(report.durationIsFinal)
-        // The busy period as the thread itself timed it (a loaded machine stretches the 300 ms spin).
-        let busy = busyFor.withLock { $0 }
-        #expect(report.duration >= busy - .milliseconds(50) && report.duration <= busy + .milliseconds(100),
-                "report \(report.duration), busy \(busy)")
-    }
-
-    @Test("a feedback crossing the watchdog takes only after its busy period ended still gets that period's length")
-    func feedbackTakenAfterTheBusyPeriod() throws {
-        let directory = temporaryDirectory("feedback-late")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .seconds(2)), reportDirectory: directory,
-                                    metrics: nil)
-        let probe = watchdog.makeProbe(name: "late-render-loop")
-        let renders = probe.counter(for: "render", threshold: 10)
-        try watchdog.start()
-        // The first round finds the loop idle and sleeps 0.9 × threshold: the whole busy period
-        // below falls inside that sleep, so the crossing is taken after the period ended.
-        usleep(300_000)
-        let busyFor = Mutex<Duration>(.zero)
-        let worker = TestThread(name: "sw-feedback-late") { _ in
-            let clock = ContinuousClock()
-            let began = clock.now
-            probe.busy()
-            for _ in 0..<20 { renders.hit() }
-            stallwatchFixtureCPUStall(milliseconds: 100)
-            probe.idle()
-            busyFor.withLock { $0 = clock.now - began }
-        }
-        worker.stopAndJoin(timeout: .seconds(5))
-        usleep(3_000_000)
-        watchdog.stop()
-        let report = try #require(storedReports(directory).first { $0.kind == .feedbackLoop })
-        #expect(report.durationIsFinal)
+        // The busy period as the thread itself timed it (a loaded machine stretches the spin).
         let busy = busyFor.withLock { $0 }
         #expect(report.duration >= busy - .milliseconds(50) && report.duration <= busy + .milliseconds(100),
                 "report \(report.duration), busy \(busy)")
