@@ -279,9 +279,14 @@ extension EventLog {
 
 /// Runs the case on a heartbeat-probed thread watched by a fresh watchdog (500 ms threshold);
 /// returns the events once the stall has ended.
-func watchForeignOnProbedThread(_ c: ForeignCase, reportDirectory: String? = nil) throws -> (EventLog, Int64) {
+func watchForeignOnProbedThread(_ c: ForeignCase, reportDirectory: String? = nil,
+                                sampleInterval: Duration? = nil) throws -> (EventLog, Int64) {
     let log = EventLog()
-    let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(500)),
+    // The ring's capacity follows the interval only when the configuration is made with it.
+    let configuration = sampleInterval.map {
+        WatchdogConfiguration(threshold: .milliseconds(500), sampleInterval: $0, watchPoolJobs: false)
+    } ?? .watchingOwnLoops(threshold: .milliseconds(500))
+    let watchdog = try Watchdog(configuration: configuration,
                                 reportDirectory: reportDirectory, metrics: nil) { log.append($0) }
     let probe = watchdog.makeProbe(name: "foreign-loop")
     try watchdog.start()
@@ -381,14 +386,16 @@ struct ForeignLibraryStallTests {
             return s == "free" || s == "__libc_free" || s == "cfree" || s.contains("munmap")
         }
         // The stored report, final: the event's first version holds only the samples up to the
-        // threshold. Most of each round is memset's page faults; a stall whose ~20 samples all
-        // missed the munmap is run again (up to 3 times): which samples land there is chance, how
-        // they are walked is what is checked.
+        // threshold. About 94 % of each round is memset's page faults and 6 % the munmap (110 ms
+        // against 6 ms here): at the default 50 ms, a stall's ~20 samples all missed the munmap in
+        // 3 stalls running once in CI. Sampled every 10 ms (~100 samples a stall) and run up to 4
+        // times, a miss is left to chance no more: which samples land there is chance, how they
+        // are walked is what is checked.
         var report: StallReport?
-        for attempt in 1...3 {
+        for attempt in 1...4 {
             let directory = temporaryDirectory("free-\(attempt)")
             defer { try? FileManager.default.removeItem(atPath: directory) }
-            let (log, _) = try watchForeignOnProbedThread(c, reportDirectory: directory)
+            let (log, _) = try watchForeignOnProbedThread(c, reportDirectory: directory, sampleInterval: .milliseconds(10))
             let stored = storedReports(directory).filter { $0.durationIsFinal }
             let first = try #require(stored.first, "no final stored report; \(log.stalls.count) stall events, \(log.trivialStackFilterings) trivial-stack filterings")
             report = first
@@ -407,7 +414,7 @@ struct ForeignLibraryStallTests {
             return out
         }
         let paths = freeNodes.map(path)
-        #expect(!freeNodes.isEmpty, "no sample in free/munmap among \(final.sampleCount), 3 stalls: \(describe(final.blamedStack))")
+        #expect(!freeNodes.isEmpty, "no sample in free/munmap among \(final.sampleCount), 4 stalls: \(describe(final.blamedStack))")
         let chained = paths.filter { p in
             guard let ci = p.firstIndex(where: { $0.contains(c.cFunction) }) else { return false }
             return ci + 1 < p.count && p[ci + 1].contains(c.swiftFunction)
