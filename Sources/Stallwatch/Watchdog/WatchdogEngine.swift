@@ -245,13 +245,15 @@ final class WatchdogEngine {
     }
 
     /// A round that took far longer than its CPU time and run-queue wait explain was stopped part
-    /// way (SIGSTOP between two reads): the next round counts that as stopped time. The bar is
-    /// higher than for a wait: a round may block briefly on a capture's answer (bounded by the
-    /// capture budget).
+    /// way (SIGSTOP between two reads): the next round counts that as stopped time. The bar is far
+    /// higher than for a wait: a round also blocks, without CPU and off the run queue, on captures'
+    /// answers (the capture budget, plus up to 20 ms for each busy pool thread the pool watcher
+    /// signals) and on page faults in symbol files; taking those for a stop would shorten real
+    /// stalls. Half the threshold: a shorter stop cannot make a free loop look stalled by itself.
     private func judgeStopInRound(own: (cpu: Duration, runQueueWait: Duration?)) {
         guard let start = ownAtRoundStart, let end = ownAtWait else { return }
         let wall = end.at - start.at
-        let blockingAllowed = schedule.captureTime * 2
+        let blockingAllowed = max(schedule.captureTime * 2, configuration.threshold / 2)
         guard wall > blockingAllowed else { return }
         var waitDelta: Duration?
         if let a = own.runQueueWait, let b = start.runQueueWait { waitDelta = a - b }
