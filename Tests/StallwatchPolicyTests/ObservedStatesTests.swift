@@ -22,6 +22,25 @@ struct ObservedStatesTests {
         #expect(cause.evidence.contains("state D in 3 of 5 checks"), "\(cause.evidence)")
     }
 
+    @Test func aSleepRunnableAtTheLastCheckIsStillSleeping() {
+        var seen = ObservedStates()
+        for _ in 0..<4 { seen.note(evidence("S", syscall: 230)) }   // clock_nanosleep
+        seen.note(evidence("R"))
+        let last = evidence("R")
+        #expect(CauseClassifier().classify(last).kind == .tooManyThreads)
+        let cause = CauseClassifier().classify(last, observed: seen)
+        #expect(cause.kind == .sleeping)
+        #expect(cause.syscall == 230)
+        #expect(cause.evidence.contains("asleep in a system call in 4 of 5 checks"), "\(cause.evidence)")
+    }
+
+    @Test func aThreadMostlyRunnableWithSomeSleepsStaysStarved() {
+        var seen = ObservedStates()
+        for s: Character in ["R", "S", "R", "R"] { seen.note(evidence(s, syscall: s == "S" ? 230 : nil)) }
+        let last = evidence("R")
+        #expect(CauseClassifier().classify(last, observed: seen) == CauseClassifier().classify(last))
+    }
+
     @Test func aThreadMostlyRunnableStaysStarved() {
         var seen = ObservedStates()
         for s: Character in ["R", "R", "D", "R"] { seen.note(evidence(s, syscall: s == "D" ? 0 : nil)) }
