@@ -12,21 +12,9 @@ package enum ThreadList {
     /// Threads can start or exit while this runs; the result is a best-effort snapshot.
     /// - Throws: ``ThreadError`` when `/proc/self/task` cannot be read.
     package static func current() throws(ThreadError) -> [ThreadID] {
-        var capacity = 256
-        // Each retry sizes the buffer from the count the kernel just reported, so this only loops
-        // again if threads are being created faster than we can list them.
-        for _ in 0..<8 {
-            var count = 0
-            var rc: Int32 = 0
-            let tids = [Int32](unsafeUninitializedCapacity: capacity) { buffer, initialized in
-                rc = sw_threads_list(buffer.baseAddress, buffer.count, &count)
-                initialized = rc == 0 ? min(count, buffer.count) : 0
-            }
-            guard rc == 0 else { throw ThreadError(code: rc, operation: "listing /proc/self/task") }
-            if count <= capacity { return tids.map(ThreadID.init(rawValue:)) }
-            capacity = count + count / 4 + 16
-        }
-        throw ThreadError.system(operation: "listing /proc/self/task (thread count kept growing)", errno: EAGAIN)
+        var list: [ThreadID] = []
+        try current(into: &list)
+        return list
     }
 
     /// The same into `list`, whose storage is reused: no allocation once it has held as many
