@@ -107,9 +107,11 @@ func runManyLoops(_ c: ManyLoopsCase, sampleCostMicroseconds: Double = 20) throw
                 let start = stallStart.load(ordering: .acquiring)
                 if index < c.stalled, start != handled, Workload.now() < stallUntil.load(ordering: .acquiring) {
                     handled = start
+                    // Timed from busy() on: a thread preempted before it (64 spinners on 2 cores: up
+                    // to a whole rotation of the run queue, ~100 ms) has not begun to stall yet.
+                    probe.busy()
                     let began = Workload.now()
                     busyAt.withLock { $0[index] = began }
-                    probe.busy()
                     let end = began + stallDuration
                     switch c.kind {
                     case .sleep: while Workload.now() < end { usleep(UInt32(max((end - Workload.now()) / 1000, 1))) }

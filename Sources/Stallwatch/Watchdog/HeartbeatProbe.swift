@@ -63,8 +63,7 @@ public final class HeartbeatProbe: Sendable {
             let end = MonotonicClock.coarseNanoseconds()
             let busyFor = end &- since
             if busyFor > longestBusy.load(ordering: .relaxed) { longestBusy.store(busyFor, ordering: .relaxed) }
-            endedAt.store(end, ordering: .relaxed)
-            endedStamp.store(since, ordering: .releasing)
+            publishEnd(stamp: since, end: end)
         }
         busyStamp.store(0, ordering: .releasing)
     }
@@ -72,12 +71,29 @@ public final class HeartbeatProbe: Sendable {
     /// When the busy period that `busySince` reported as `since` ended, if it has and the probe
     /// still remembers it (a later period overwrites the record).
     func end(ofPeriodSince since: MonotonicInstant) -> MonotonicInstant? {
+        guard let last = lastEndedPeriod, last.since == since else { return nil }
+        return last.end
+    }
+
+    /// Records a busy period's end for ``lastEndedPeriod``. The stamp doubles as the record's
+    /// version: cleared first, so a reader that meets the new end never pairs it with the old stamp.
+    @inline(__always)
+    private func publishEnd(stamp: UInt64, end: UInt64) {
+        endedStamp.store(0, ordering: .relaxed)
+        endedAt.store(end, ordering: .releasing)
+        endedStamp.store(stamp, ordering: .releasing)
+    }
+
+    /// The last busy period that ended, whichever it was: its start (as ``busySince`` gave it) and
+    /// its end. A watchdog that ran late judges from it a stall it never saw in progress.
+    var lastEndedPeriod: (since: MonotonicInstant, end: MonotonicInstant)? {
         let stamp = endedStamp.load(ordering: .acquiring)
-        let end = endedAt.load(ordering: .relaxed)
-        // `busySince` is the stamp plus one coarse tick: compare and answer on that scale.
-        guard stamp != 0, stamp &+ MonotonicClock.coarseResolution == since.nanoseconds,
-              endedStamp.load(ordering: .relaxed) == stamp else { return nil }
-        return MonotonicInstant(nanoseconds: end &+ MonotonicClock.coarseResolution)
+        let end = endedAt.load(ordering: .acquiring)
+        // A newer period's end may have been stored between the loads (see `publishEnd`).
+        // `busySince` is the stamp plus one coarse tick: answer on that scale.
+        guard stamp != 0, endedStamp.load(ordering: .relaxed) == stamp else { return nil }
+        return (MonotonicInstant(nanoseconds: stamp &+ MonotonicClock.coarseResolution),
+                MonotonicInstant(nanoseconds: end &+ MonotonicClock.coarseResolution))
     }
 
     /// The longest busy period that ended since the last call (at the coarse clock's resolution),
@@ -135,10 +151,7 @@ public final class HeartbeatProbe: Sendable {
     /// recorded end is `instant`, not the moment the watchdog noticed.
     func markIdle(since instant: MonotonicInstant) {
         let since = busyStamp.load(ordering: .relaxed)
-        if since != 0 {
-            endedAt.store(max(instant.nanoseconds, since) &- MonotonicClock.coarseResolution, ordering: .relaxed)
-            endedStamp.store(since, ordering: .releasing)
-        }
+        if since != 0 { publishEnd(stamp: since, end: max(instant.nanoseconds, since) &- MonotonicClock.coarseResolution) }
         busyStamp.store(0, ordering: .releasing)
     }
 

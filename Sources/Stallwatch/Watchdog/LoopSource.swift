@@ -28,6 +28,15 @@ enum LoopSource: Sendable {
         }
     }
 
+    /// The last busy period the probe saw end, for a stall that began and ended between two
+    /// rounds. Pings know a period only by the ping that waited in it: `nil`.
+    var lastEndedPeriod: (since: MonotonicInstant, end: MonotonicInstant)? {
+        switch self {
+        case .heartbeat(let p): p.lastEndedPeriod
+        case .ping: nil
+        }
+    }
+
     var thread: ThreadID? {
         switch self {
         case .heartbeat(let p): p.thread

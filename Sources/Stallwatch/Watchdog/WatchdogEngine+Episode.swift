@@ -28,7 +28,8 @@ extension WatchdogEngine {
             }
         }
         let observation = m.detector.evaluate(busySince: busySince, now: now, previousRoundAt: previousRound,
-                                              stoppedFor: stoppedFor, endedAt: endedAt)
+                                              stoppedFor: stoppedFor, endedAt: endedAt,
+                                              lastEnded: m.source.lastEndedPeriod)
         if let busySince, case .ping(let probe) = m.source {
             m.detector.refineStart(ofPeriodSince: busySince,
                                    to: probe.estimatedStart(posted: busySince, pingPeriod: schedule.pingPeriod))
@@ -49,6 +50,16 @@ extension WatchdogEngine {
             collect(m, thread: thread)
             noteEvidence(m, thread: thread, stamp: busySince)
             report(m, thread: thread, stamp: busySince, start: since, elapsed: elapsed, now: now)
+        case .stalledAfterItEnded(let since, let duration):
+            // Seen only after it ended: no sampling now (the thread moved on), one report with what
+            // was gathered while it ran, made final at once. The loop's next period is watched again.
+            report(m, thread: thread, stamp: nil, start: since, elapsed: duration, now: now,
+                   seenLate: now - (since + configuration.threshold))
+            if let (episode, duration) = m.detector.closeStallThatEnded(busySince: busySince) {
+                finish(m, episode, duration: duration)
+            }
+            m.filter.stallEnded()
+            m.forgetBusyPeriod(keepRing: false)
         case .ended(let duration):
             if let episode = m.detector.takeEndedEpisode() { finish(m, episode, duration: duration) }
             m.filter.stallEnded()
@@ -142,8 +153,10 @@ extension WatchdogEngine {
     // MARK: - the episode's one report
 
     /// The first report of an episode, or an update of it (same id) when its blamed path changed.
+    /// `seenLate`: for a stall first seen after it ended, how long after its threshold that was.
     private func report(_ m: LoopMonitor, thread loopThread: ThreadID?, stamp: MonotonicInstant?,
-                        start: MonotonicInstant, elapsed: Duration, now: MonotonicInstant) {
+                        start: MonotonicInstant, elapsed: Duration, now: MonotonicInstant,
+                        seenLate: Duration? = nil) {
         if let existing = m.detector.episode?.report {
             update(m, existing, start: start, elapsed: elapsed)
             return
@@ -151,7 +164,8 @@ extension WatchdogEngine {
         guard let thread = loopThread else { return }
         var captureFailure: String?
         if m.samples.isEmpty {
-            captureFailure = captureOnce(m, thread: thread, stamp: stamp)
+            // A stall already over has nothing left to capture: the thread runs other work now.
+            captureFailure = seenLate == nil ? captureOnce(m, thread: thread, stamp: stamp) : "the stall had ended"
         }
         let tree = CallTree(samples: m.samples.map(builder.stackSample))
         let signature = signature(of: m)
@@ -181,7 +195,9 @@ extension WatchdogEngine {
         }
         var cause = cause(of: m) ?? StallCause(
             kind: .unknown, evidence: "the thread's state could not be read while the stall lasted")
-        if tree.sampleCount == 0 {
+        if let seenLate {
+            cause.evidence += "; seen only after it ended, \(seenLate) past its threshold: the watchdog ran late"
+        } else if tree.sampleCount == 0 {
             cause.evidence += "; no stack yet (\(captureFailure ?? "no sample")): the final report holds the samples taken later"
         }
         let facts = roundFacts(now: now)
@@ -190,7 +206,7 @@ extension WatchdogEngine {
             ReportBuilder.StallFacts(
                 loopName: m.source.name, thread: thread, start: start, elapsed: elapsed, cause: cause,
                 evidence: m.evidence, round: facts, processCPUPercent: processCPUPercent(facts, now: now),
-                counters: counters, lateness: lateness,
+                counters: counters, lateness: seenLate.map { max($0, lateness) } ?? lateness,
                 sampling: m.ring.map { ring in
                     var facts = SamplingFacts(interval: sampling.interval, reason: sampling.reason)
                     facts.driver = ring.driver.name

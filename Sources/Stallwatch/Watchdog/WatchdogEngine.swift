@@ -12,7 +12,11 @@ final class WatchdogEngine {
     let builder: ReportBuilder
     let writer: ReportWriter?
     let logger: Logger
-    let emit: (WatchdogEvent) -> Void
+    /// Where events go: metrics, the event stream and the user's handler, on this thread.
+    private let sink: (WatchdogEvent) -> Void
+    /// Wall time spent in ``emit(_:)`` this round: a slow handler blocks the round off the CPU and
+    /// off the run queue, as a stopped process would, and must not be taken for a stop.
+    private var deliveryTime: Duration = .zero
     let metrics: WatchdogMetrics?
     private(set) var monitors: [ObjectIdentifier: LoopMonitor] = [:]
     private var userSources: [LoopSource] = []
@@ -68,7 +72,7 @@ final class WatchdogEngine {
         self.builder = ReportBuilder(configuration: configuration, symbolizer: .shared, sampler: sampler)
         self.writer = writer
         self.logger = logger
-        self.emit = emit
+        self.sink = emit
         self.cpuPolicy = CPUPolicy(settings: configuration.cpu)
         self.governor = SamplingGovernor(configuration, cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         self.sampling = (configuration.sampleInterval, .configured)
@@ -110,9 +114,17 @@ final class WatchdogEngine {
         }
     }
 
+    /// Hands an event to its consumers, timing them (see ``deliveryTime``).
+    func emit(_ event: WatchdogEvent) {
+        let start = MonotonicClock.now()
+        sink(event)
+        deliveryTime += MonotonicClock.now() - start
+    }
+
     /// Runs one round. Returns when the next round should run.
     func round() -> MonotonicInstant {
         let now = MonotonicClock.now()
+        deliveryTime = .zero
         var stopped = judgeSuspension(now: now)
         if stoppedInRound > .zero {
             // Stopped while the previous round ran: its loops' busy time includes the stop too.
@@ -250,9 +262,12 @@ final class WatchdogEngine {
     /// answers (the capture budget, plus up to 20 ms for each busy pool thread the pool watcher
     /// signals) and on page faults in symbol files; taking those for a stop would shorten real
     /// stalls. Half the threshold: a shorter stop cannot make a free loop look stalled by itself.
+    /// Time in event handlers is left out: a handler that sleeps or blocks looks exactly like a
+    /// stop (a stop inside a handler is missed; a handler taken for a stop would shorten every
+    /// stall in progress by its length).
     private func judgeStopInRound(own: (cpu: Duration, runQueueWait: Duration?)) {
         guard let start = ownAtRoundStart, let end = ownAtWait else { return }
-        let wall = end.at - start.at
+        let wall = end.at - start.at - deliveryTime
         let blockingAllowed = max(schedule.captureTime * 2, configuration.threshold / 2)
         guard wall > blockingAllowed else { return }
         var waitDelta: Duration?

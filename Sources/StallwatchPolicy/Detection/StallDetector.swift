@@ -25,7 +25,14 @@ package struct StallDetector: Sendable {
     package let suspicionThreshold: Duration
     /// A gap between rounds strictly longer than this means the process was stopped.
     package let suspensionLimit: Duration
-    private var tracked: Tracked?
+    private var tracked: Tracked? {
+        didSet {
+            if let old = oldValue, old.probeStamp != tracked?.probeStamp { lastClosedStamp = old.probeStamp }
+        }
+    }
+    /// The stamp of the last busy period that stopped being watched (or was reported after it
+    /// ended): the probe's record of its end must not make it a stall a second time.
+    private var lastClosedStamp: MonotonicInstant?
     /// The episode the last ``StallObservation/ended(duration:)`` closed, until taken.
     private var endedEpisode: StallEpisode?
 
@@ -99,6 +106,9 @@ package struct StallDetector: Sendable {
     ///     stop and the busy period is re-based to `now`.
     ///   - endedAt: when the busy period that began at the stamp last seen ended, if the probe
     ///     recorded it: the stall's end is then exact rather than this round's `now`.
+    ///   - lastEnded: the last busy period the probe saw end (its stamp and end), whichever it
+    ///     was: one that crossed the threshold between two rounds, unseen or seen only while under
+    ///     it (a starved or blocked watchdog), is still a stall (``StallObservation/stalledAfterItEnded(since:duration:)``).
     /// - Returns: one observation. When a reported stall ends and a new busy period has already
     ///   begun, this round returns ``StallObservation/ended(duration:)`` and the new period is
     ///   judged from the next round on.
@@ -107,7 +117,8 @@ package struct StallDetector: Sendable {
         now: MonotonicInstant,
         previousRoundAt: MonotonicInstant?,
         stoppedFor: Duration? = nil,
-        endedAt: MonotonicInstant? = nil
+        endedAt: MonotonicInstant? = nil,
+        lastEnded: (since: MonotonicInstant, end: MonotonicInstant)? = nil
     ) -> StallObservation {
         var shift: Duration = .zero
         if let stopped = stoppedFor {
@@ -118,6 +129,7 @@ package struct StallDetector: Sendable {
             tracked = busySince.map { Tracked(probeStamp: $0, measuredFrom: now) }
             return .resumedAfterSuspension
         }
+        if let unseen = stallThatEnded(lastEnded, busySince: busySince, shift: shift, now: now) { return unseen }
         guard let stamp = busySince else {
             defer { tracked = nil }
             if let current = tracked, let episode = current.episode {
@@ -153,10 +165,50 @@ package struct StallDetector: Sendable {
         return elapsed > suspicionThreshold ? .suspected(elapsed: elapsed) : .busy(elapsed: elapsed)
     }
 
+    /// A busy period that crossed the threshold and ended between two rounds: the watchdog never
+    /// saw it stalled, because it ran late (starved of CPU, or held up by a slow event handler).
+    /// It becomes an episode, already over, that ``closeStallThatEnded(busySince:)`` closes once
+    /// its report is made. Stopped time (`shift`) is not counted, as for any busy period.
+    private mutating func stallThatEnded(_ ended: (since: MonotonicInstant, end: MonotonicInstant)?,
+                                         busySince: MonotonicInstant?, shift: Duration,
+                                         now: MonotonicInstant) -> StallObservation? {
+        guard let ended, ended.since != busySince, ended.since != lastClosedStamp, ended.end >= ended.since else {
+            return nil
+        }
+        // The probe's coarse clock may put the end a tick past this round's precise `now`.
+        let end = min(ended.end, now)
+        var from = ended.since
+        if let current = tracked {
+            // A stall already reported ends the usual way; another one in progress closes first.
+            guard current.episode == nil else { return nil }
+            if current.probeStamp == ended.since { from = current.measuredFrom }
+        }
+        let start = shifted(from, by: shift, now: end)
+        let duration = nonNegative(end - start)
+        guard duration > threshold else { return nil }
+        tracked = Tracked(probeStamp: ended.since, measuredFrom: start, episode: StallEpisode(start: start))
+        unseenEnd = end
+        return .stalledAfterItEnded(since: start, duration: duration)
+    }
+
+    /// The end of the episode ``StallObservation/stalledAfterItEnded(since:duration:)`` opened.
+    private var unseenEnd: MonotonicInstant?
+
+    /// Closes the episode ``StallObservation/stalledAfterItEnded(since:duration:)`` opened (with
+    /// the report recorded in it since) and watches `busySince`, the loop's current busy period,
+    /// if any. Returns the episode and its duration; `nil` when no such episode is open.
+    package mutating func closeStallThatEnded(busySince: MonotonicInstant?) -> (episode: StallEpisode, duration: Duration)? {
+        guard let end = unseenEnd, let current = tracked, let episode = current.episode else { return nil }
+        unseenEnd = nil
+        tracked = busySince.map { Tracked(probeStamp: $0, measuredFrom: $0) }
+        return (episode, episode.duration(endingAt: end))
+    }
+
     /// Forgets any busy period, e.g. when the loop is unregistered and registered again.
     package mutating func reset() {
         tracked = nil
         endedEpisode = nil
+        unseenEnd = nil
     }
 
     /// Ends the episode in progress at `now` (the loop was unregistered, the watchdog stops):

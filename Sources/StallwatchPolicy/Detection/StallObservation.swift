@@ -18,6 +18,11 @@ package enum StallObservation: Equatable, Sendable {
     /// (`endedAt`), or else to the new busy stamp, or to this round's `now` when the loop went idle.
     /// The closed episode is then available once from ``StallDetector/takeEndedEpisode()``.
     case ended(duration: Duration)
+    /// A busy period that crossed the threshold and ended between two rounds (the watchdog ran
+    /// late, starved or held up): a stall all the same, reported once, after the fact, with the
+    /// duration the probe recorded. The caller makes its report, then closes it with
+    /// ``StallDetector/closeStallThatEnded(busySince:)``.
+    case stalledAfterItEnded(since: MonotonicInstant, duration: Duration)
     /// This round came so long after the previous one that the process must have been stopped;
     /// any busy period was re-based to now and nothing is reported for the time spent stopped.
     case resumedAfterSuspension
@@ -28,7 +33,7 @@ package enum StallObservation: Equatable, Sendable {
         switch self {
         case .suspected, .stalled, .stillStalled:
             return true
-        case .idle, .busy, .ended, .resumedAfterSuspension:
+        case .idle, .busy, .ended, .resumedAfterSuspension, .stalledAfterItEnded:
             return sampleContinuously
         }
     }

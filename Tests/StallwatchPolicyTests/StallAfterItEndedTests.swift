@@ -1,0 +1,85 @@
+import StallwatchPolicy
+import StallwatchReport
+import Testing
+
+/// A busy period that crossed the threshold and ended between two rounds (the watchdog ran late):
+/// a stall all the same, reported once, never twice, never for a short period or stopped time.
+@Suite struct StallAfterItEndedTests {
+    @Test func periodNeverSeenIsReportedOnceWithItsRecordedLength() {
+        var detector = StallDetector(configuration: configuration())
+        #expect(detector.evaluate(busySince: nil, now: at(ms: 0), previousRoundAt: nil) == .idle)
+        // Busy from 100 to 2600 ms while the watchdog was held up; it looks again at 2900.
+        let ended = (since: at(ms: 100), end: at(ms: 2600))
+        let first = detector.evaluate(busySince: nil, now: at(ms: 2900), previousRoundAt: at(ms: 0), stoppedFor: .zero,
+                                      lastEnded: ended)
+        #expect(first == .stalledAfterItEnded(since: at(ms: 100), duration: .milliseconds(2500)))
+        #expect(detector.isInStall)
+        let closed = detector.closeStallThatEnded(busySince: nil)
+        #expect(closed?.duration == .milliseconds(2500))
+        #expect(closed?.episode.start == at(ms: 100))
+        #expect(!detector.isInStall)
+        // The probe still remembers that period: it is not a stall a second time.
+        let again = detector.evaluate(busySince: nil, now: at(ms: 3900), previousRoundAt: at(ms: 2900), stoppedFor: .zero,
+                                      lastEnded: ended)
+        #expect(again == .idle)
+    }
+
+    @Test func periodSeenUnderTheThresholdThatEndedOverIt() {
+        var detector = StallDetector(configuration: configuration())
+        #expect(detector.evaluate(busySince: at(ms: 0), now: at(ms: 1500), previousRoundAt: nil) == .suspected(elapsed: .milliseconds(1500)))
+        // The next round came late, after the period ended at 2300: the recorded end decides.
+        let late = detector.evaluate(busySince: nil, now: at(ms: 3000), previousRoundAt: at(ms: 1500), stoppedFor: .zero,
+                                     endedAt: at(ms: 2300), lastEnded: (at(ms: 0), at(ms: 2300)))
+        #expect(late == .stalledAfterItEnded(since: at(ms: 0), duration: .milliseconds(2300)))
+        #expect(detector.closeStallThatEnded(busySince: nil)?.duration == .milliseconds(2300))
+    }
+
+    @Test func newPeriodAlreadyBusyIsWatchedAfterTheClose() {
+        var detector = StallDetector(configuration: configuration())
+        _ = detector.evaluate(busySince: nil, now: at(ms: 0), previousRoundAt: nil)
+        let first = detector.evaluate(busySince: at(ms: 2700), now: at(ms: 2800), previousRoundAt: at(ms: 0), stoppedFor: .zero,
+                                      lastEnded: (at(ms: 100), at(ms: 2600)))
+        #expect(first == .stalledAfterItEnded(since: at(ms: 100), duration: .milliseconds(2500)))
+        _ = detector.closeStallThatEnded(busySince: at(ms: 2700))
+        // The period that began at 2700 is watched from its own stamp: its wake times are set.
+        #expect(detector.wakeTimes == [at(ms: 2700) + .milliseconds(1001), at(ms: 2700) + .milliseconds(2001)])
+        let next = detector.evaluate(busySince: at(ms: 2700), now: at(ms: 4800), previousRoundAt: at(ms: 2800), stoppedFor: .zero,
+                                     lastEnded: (at(ms: 100), at(ms: 2600)))
+        #expect(next == .stalled(since: at(ms: 2700), elapsed: .milliseconds(2100)))
+    }
+
+    @Test func shortPeriodsAndTheThresholdItselfAreNoStall() {
+        var detector = StallDetector(configuration: configuration())
+        _ = detector.evaluate(busySince: nil, now: at(ms: 0), previousRoundAt: nil)
+        #expect(detector.evaluate(busySince: nil, now: at(ms: 2500), previousRoundAt: at(ms: 0), stoppedFor: .zero,
+                                  lastEnded: (at(ms: 100), at(ms: 2100))) == .idle)
+    }
+
+    @Test func stoppedTimeIsNotCountedAsBusy() {
+        var detector = StallDetector(configuration: configuration())
+        _ = detector.evaluate(busySince: nil, now: at(ms: 0), previousRoundAt: nil)
+        // 2.5 s recorded, of which 1 s the process was stopped: 1.5 s busy, no stall.
+        #expect(detector.evaluate(busySince: nil, now: at(ms: 2900), previousRoundAt: at(ms: 0), stoppedFor: .seconds(1),
+                                  lastEnded: (at(ms: 100), at(ms: 2600))) == .idle)
+    }
+
+    @Test func reportedStallEndsTheUsualWayAndOnlyOnce() {
+        var detector = StallDetector(configuration: configuration())
+        _ = detector.evaluate(busySince: at(ms: 0), now: at(ms: 1000), previousRoundAt: nil)
+        #expect(detector.evaluate(busySince: at(ms: 0), now: at(ms: 2100), previousRoundAt: at(ms: 1000))
+                == .stalled(since: at(ms: 0), elapsed: .milliseconds(2100)))
+        let ended = (since: at(ms: 0), end: at(ms: 2500))
+        #expect(detector.evaluate(busySince: nil, now: at(ms: 3000), previousRoundAt: at(ms: 2100), stoppedFor: .zero,
+                                  endedAt: ended.end, lastEnded: ended) == .ended(duration: .milliseconds(2500)))
+        #expect(detector.evaluate(busySince: nil, now: at(ms: 4000), previousRoundAt: at(ms: 3000), stoppedFor: .zero,
+                                  lastEnded: ended) == .idle)
+    }
+
+    @Test func endRecordedOnACoarseClockPastNowIsClampedToNow() {
+        var detector = StallDetector(configuration: configuration())
+        _ = detector.evaluate(busySince: nil, now: at(ms: 0), previousRoundAt: nil)
+        let first = detector.evaluate(busySince: nil, now: at(ms: 2600), previousRoundAt: at(ms: 0), stoppedFor: .zero,
+                                      lastEnded: (at(ms: 100), at(ms: 2603)))
+        #expect(first == .stalledAfterItEnded(since: at(ms: 100), duration: .milliseconds(2500)))
+    }
+}
