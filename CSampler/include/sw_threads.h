@@ -38,6 +38,7 @@ typedef struct sw_thread_stat {
     uint64_t stime_ticks;   ///< system time in clock ticks
     uint64_t minflt;
     uint64_t majflt;
+    uint64_t start_ticks;   ///< when the thread started, clock ticks since boot
 } sw_thread_stat_t;
 
 /// Reads /proc/self/task/<tid>/stat. Returns 0, -ESRCH when the thread is gone, or -errno.
@@ -66,6 +67,9 @@ int sw_thread_schedstat(int32_t tid, uint64_t *run_ns, uint64_t *wait_ns, uint64
 /// the path lookup, the open and the close). Returns the descriptor, -ESRCH when the thread is
 /// gone, or -errno. The caller closes it.
 int sw_task_file_open(int32_t tid, const char *leaf);
+
+/// sw_thread_stat on a descriptor from sw_task_file_open(tid, "stat").
+int sw_thread_stat_fd(int fd, int32_t tid, sw_thread_stat_t *out);
 
 /// sw_thread_syscall on a descriptor from sw_task_file_open(tid, "syscall").
 int sw_thread_syscall_fd(int fd, sw_thread_syscall_t *out);

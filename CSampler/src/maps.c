@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SW_INITIAL_MAPS 8192
@@ -41,6 +42,9 @@ static sw_map_table_t g_tables[2];
 static _Atomic uint64_t g_grown;                 // times a table outgrew its block
 static _Atomic uint32_t g_active;
 static _Atomic uint64_t g_generation;
+// CLOCK_BOOTTIME when the active table's /proc/self/maps read began: every mapping made before
+// then is in it (see sw_maps_hold_thread_started).
+static _Atomic int64_t g_read_began_boot_ns;
 static pthread_mutex_t g_rebuild_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t parse_hex(const char **p) {
@@ -88,6 +92,9 @@ int sw_maps_rebuild_until(int64_t deadline_ns) {
         if (pthread_mutex_clocklock(&g_rebuild_lock, CLOCK_MONOTONIC, &until) != 0) return SW_ERR_TIMED_OUT;
     }
     sw_map_table_t *t = &g_tables[1 - atomic_load_explicit(&g_active, memory_order_relaxed)];
+    struct timespec began;
+    int64_t began_ns = clock_gettime(CLOCK_BOOTTIME, &began) == 0
+                           ? (int64_t)began.tv_sec * 1000000000LL + began.tv_nsec : 0;
     atomic_fetch_add_explicit(&t->seq, 1, memory_order_acq_rel); // now odd: readers stay away
     atomic_thread_fence(memory_order_release);
     int rc = 0;
@@ -120,6 +127,7 @@ int sw_maps_rebuild_until(int64_t deadline_ns) {
         return rc;
     }
     atomic_store_explicit(&g_active, (uint32_t)(t - g_tables), memory_order_release);
+    atomic_store_explicit(&g_read_began_boot_ns, began_ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&g_generation, 1, memory_order_acq_rel);
     pthread_mutex_unlock(&g_rebuild_lock);
     // A new mapping is often a new library: which objects keep frame pointers is read again
@@ -214,6 +222,17 @@ int sw_maps_is_exec(uint64_t addr) {
 
 uint64_t sw_maps_grown(void) {
     return atomic_load_explicit(&g_grown, memory_order_relaxed);
+}
+
+// Not for handlers (sysconf). A thread's stack is mapped before the thread starts (pthread_create
+// maps or reuses it, then clones), so a table read after the thread's start holds it. The start is
+// in clock ticks (10 ms): a start within a tick of the read is not trusted.
+int sw_maps_hold_thread_started(uint64_t start_ticks) {
+    long hz = sysconf(_SC_CLK_TCK);
+    int64_t read_began = atomic_load_explicit(&g_read_began_boot_ns, memory_order_relaxed);
+    if (hz <= 0 || read_began <= 0) return 0;
+    int64_t tick_ns = 1000000000LL / hz;
+    return (int64_t)start_ticks * tick_ns + tick_ns < read_began;
 }
 
 uint64_t sw_maps_generation(void) {

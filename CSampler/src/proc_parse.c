@@ -24,13 +24,14 @@ int sw_parse_thread_stat(const char *buf, int32_t tid, sw_thread_stat_t *out) {
     while (*p != '\0' && *p != '\n' && field <= 39) {
         if (field == 3) {
             out->state = *p;
-        } else if (field == 10 || field == 12 || field == 14 || field == 15) {
+        } else if (field == 10 || field == 12 || field == 14 || field == 15 || field == 22) {
             uint64_t v;
             if (parse_uint64(p, &v) == NULL) return -EPROTO;
             if (field == 10) out->minflt = v;
             else if (field == 12) out->majflt = v;
             else if (field == 14) out->utime_ticks = v;
-            else out->stime_ticks = v;
+            else if (field == 15) out->stime_ticks = v;
+            else out->start_ticks = v;
         } else if (field == 39) {
             int64_t v;
             if (parse_int64(p, &v) == NULL) return -EPROTO;

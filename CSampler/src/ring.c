@@ -2,6 +2,7 @@
 #include "sw_ring.h"
 #include "sw_cpuclock.h"
 #include "sw_internal.h"
+#include "sw_threads.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -80,7 +81,11 @@ int sw_ring_start(int32_t tid, int64_t interval_ns, sw_ring_clock_t clock, uint3
     int blocked = sw_signal_blocked_by(tid, signo);
     if (blocked < 0) return blocked;
     if (blocked) return SW_ERR_SIGNAL_BLOCKED;
-    sw_maps_rebuild(); // the thread's stack must be in the table before its first tick
+    // The thread's stack must be in the table before its first tick. One started before the table
+    // was read is there already: with 64 loops stalled at once, a /proc/self/maps read per ring was
+    // a fifth of the watchdog's CPU in the round that had to report them all.
+    sw_thread_stat_t st;
+    if (sw_thread_stat(tid, &st) != 0 || !sw_maps_hold_thread_started(st.start_ticks)) sw_maps_rebuild();
     pthread_mutex_lock(&g_rings_lock);
     int idx = -1;
     for (int i = 0; i < SW_MAX_RINGS; i++) {

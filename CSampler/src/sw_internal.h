@@ -30,6 +30,9 @@ int sw_maps_is_exec(uint64_t addr);
 
 /// Generation of the table (changes on every rebuild).
 uint64_t sw_maps_generation(void);
+// Whether the map table was read after a thread that started at `start_ticks` (clock ticks since
+// boot, /proc stat field 22) did, and so holds its stack. Not for handlers.
+int sw_maps_hold_thread_started(uint64_t start_ticks);
 
 /// How often a map table outgrew its block and got a bigger one (tests).
 uint64_t sw_maps_grown(void);

@@ -260,6 +260,15 @@ int sw_thread_syscall_fd(int fd, sw_thread_syscall_t *out) {
 }
 
 // async-signal-safe: pread and in-place parsing only.
+int sw_thread_stat_fd(int fd, int32_t tid, sw_thread_stat_t *out) {
+    if (out == NULL) return -EINVAL;
+    char buf[1024];
+    int len = pread_task_file(fd, buf, sizeof buf);
+    if (len < 0) return len;
+    return sw_parse_thread_stat(buf, tid, out);
+}
+
+// async-signal-safe: pread and in-place parsing only.
 int sw_thread_schedstat_fd(int fd, uint64_t *run_ns, uint64_t *wait_ns, uint64_t *timeslices) {
     if (run_ns == NULL || wait_ns == NULL || timeslices == NULL) return -EINVAL;
     char buf[128];

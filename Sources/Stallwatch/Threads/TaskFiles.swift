@@ -1,15 +1,18 @@
 import CSampler
 import Glibc
 
-/// A thread's `/proc` `syscall` and `schedstat` files, kept open and re-read from their start: the
-/// watchdog reads them for the same threads every few ms, and an open descriptor saves the path
-/// lookup, the open and the close each time (one `pread` instead of three system calls).
+/// A thread's `/proc` `syscall` and `schedstat` files (and `stat`, opened on first use), kept open
+/// and re-read from their start: the watchdog reads them for the same threads every few ms, and an
+/// open descriptor saves the path lookup, the open and the close each time (one `pread` instead of
+/// three system calls).
 /// A file that cannot be opened is read by path instead, so nothing is lost but the saving.
 /// Not shared between threads (the watchdog's own).
 package final class TaskFiles {
-    private let tid: ThreadID
+    /// The thread whose files these are.
+    package let tid: ThreadID
     private var syscallFD: Int32
     private var schedstatFD: Int32
+    private var statFD: Int32?
 
     /// Opens the files of `tid` (a thread of this process).
     package init(_ tid: ThreadID) {
@@ -21,6 +24,14 @@ package final class TaskFiles {
     deinit {
         if syscallFD >= 0 { close(syscallFD) }
         if schedstatFD >= 0 { close(schedstatFD) }
+        if let statFD, statFD >= 0 { close(statFD) }
+    }
+
+    /// What `/proc/self/task/TID/stat` says now: 0, -ESRCH when the thread is gone, or -errno.
+    package func stat(_ out: inout sw_thread_stat_t) -> Int32 {
+        if statFD == nil { statFD = sw_task_file_open(tid.rawValue, "stat") }
+        if let fd = statFD, fd >= 0 { return sw_thread_stat_fd(fd, tid.rawValue, &out) }
+        return sw_thread_stat(tid.rawValue, &out)
     }
 
     /// What `/proc/self/task/TID/syscall` says now: 0, -ESRCH when the thread is gone, or -errno.

@@ -29,14 +29,15 @@ package struct ThreadInfo: Hashable, Sendable, Codable {
     /// Page faults that needed I/O.
     package let majorFaults: UInt64
     /// Signals the thread blocks (`SigBlk`); a sampler signal in this set would never be delivered.
-    package let signalsBlocked: SignalSet
+    /// `nil` when not read (``read(_:)-(TaskFiles)``).
+    package let signalsBlocked: SignalSet?
     /// What the thread is doing in the kernel.
     package let syscall: SyscallState
 
     /// Creates a snapshot from its parts (for tests and decoded reports).
     package init(
         tid: ThreadID, name: String, state: ThreadState, lastCPU: Int, userTicks: UInt64,
-        systemTicks: UInt64, minorFaults: UInt64, majorFaults: UInt64, signalsBlocked: SignalSet,
+        systemTicks: UInt64, minorFaults: UInt64, majorFaults: UInt64, signalsBlocked: SignalSet?,
         syscall: SyscallState
     ) {
         self.tid = tid
@@ -54,18 +55,28 @@ package struct ThreadInfo: Hashable, Sendable, Codable {
     /// Reads the facts of thread `tid` of this process.
     /// - Throws: ``ThreadError/threadGone(_:)`` when the thread has exited, or another ``ThreadError``.
     package static func read(_ tid: ThreadID) throws(ThreadError) -> ThreadInfo {
-        var stat = sw_thread_stat_t()
-        var rc = sw_thread_stat(tid.rawValue, &stat)
-        guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/stat", thread: tid) }
-
         var mask: UInt64 = 0
-        rc = sw_thread_sigblk(tid.rawValue, &mask)
+        let rc = sw_thread_sigblk(tid.rawValue, &mask)
         guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/status", thread: tid) }
+        return try read(tid, signalsBlocked: SignalSet(rawValue: mask),
+                        stat: { sw_thread_stat(tid.rawValue, &$0) }, syscall: { sw_thread_syscall(tid.rawValue, &$0) })
+    }
 
+    /// The same through descriptors kept open, without the signal mask (`status`, the longest file:
+    /// a stall's evidence, read every round for every stalled loop, has no use for it).
+    package static func read(_ files: TaskFiles) throws(ThreadError) -> ThreadInfo {
+        try read(files.tid, signalsBlocked: nil, stat: { files.stat(&$0) }, syscall: { files.syscall(&$0) })
+    }
+
+    private static func read(_ tid: ThreadID, signalsBlocked: SignalSet?,
+                             stat readStat: (inout sw_thread_stat_t) -> Int32,
+                             syscall readSyscall: (inout sw_thread_syscall_t) -> Int32) throws(ThreadError) -> ThreadInfo {
+        var stat = sw_thread_stat_t()
+        var rc = readStat(&stat)
+        guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/stat", thread: tid) }
         var call = sw_thread_syscall_t()
-        rc = sw_thread_syscall(tid.rawValue, &call)
+        rc = readSyscall(&call)
         guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/syscall", thread: tid) }
-
         let name = withUnsafeBytes(of: stat.name) { raw in
             String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
         }
@@ -78,7 +89,7 @@ package struct ThreadInfo: Hashable, Sendable, Codable {
             systemTicks: stat.stime_ticks,
             minorFaults: stat.minflt,
             majorFaults: stat.majflt,
-            signalsBlocked: SignalSet(rawValue: mask),
+            signalsBlocked: signalsBlocked,
             syscall: SyscallState(call))
     }
 
@@ -87,10 +98,20 @@ package struct ThreadInfo: Hashable, Sendable, Codable {
     /// - Throws: ``ThreadError/threadGone(_:)`` when the thread has exited, or another ``ThreadError``
     ///   (the file is missing on kernels built without scheduler statistics).
     package static func schedStat(_ tid: ThreadID) throws(ThreadError) -> ThreadSchedStat {
+        try schedStat(tid) { sw_thread_schedstat(tid.rawValue, &$0, &$1, &$2) }
+    }
+
+    /// The same through a descriptor kept open.
+    package static func schedStat(_ files: TaskFiles) throws(ThreadError) -> ThreadSchedStat {
+        try schedStat(files.tid) { files.schedstat(run: &$0, wait: &$1, timeslices: &$2) }
+    }
+
+    private static func schedStat(_ tid: ThreadID, reading read: (inout UInt64, inout UInt64, inout UInt64) -> Int32)
+        throws(ThreadError) -> ThreadSchedStat {
         var run: UInt64 = 0
         var wait: UInt64 = 0
         var slices: UInt64 = 0
-        let rc = sw_thread_schedstat(tid.rawValue, &run, &wait, &slices)
+        let rc = read(&run, &wait, &slices)
         guard rc == 0 else {
             throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/schedstat", thread: tid)
         }

@@ -15,6 +15,18 @@ final class LoopMonitor {
     private(set) var samples: [CapturedStack] = []
     static let maxSamples = 600
     var baseline: ThreadBaseline?
+    /// The loop thread's `/proc` files, kept open from the moment its busy period is suspected until
+    /// it is forgotten: evidence is read every round for every suspected or stalled loop, while a
+    /// short busy period never needs them.
+    private(set) var taskFiles: TaskFiles?
+
+    /// ``taskFiles`` for `thread`, opened (again, when the loop moved to another thread) if needed.
+    func files(of thread: ThreadID) -> TaskFiles {
+        if let taskFiles, taskFiles.tid == thread { return taskFiles }
+        let opened = TaskFiles(thread)
+        taskFiles = opened
+        return opened
+    }
     /// The newest evidence about the thread that was checked to be taken while the busy period
     /// still ran: a cause is never read from a thread that already moved on.
     var evidence: (evidence: ThreadEvidence, info: ThreadInfo?)? {
@@ -84,6 +96,7 @@ final class LoopMonitor {
         if !keepRing { stopSampling() }
         samples.removeAll(keepingCapacity: true)
         baseline = nil
+        taskFiles = nil
         evidence = nil
         observedStates = ObservedStates()
         reportedSignature = nil

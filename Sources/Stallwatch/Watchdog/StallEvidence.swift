@@ -11,11 +11,12 @@ struct ThreadBaseline {
     var cpuTime: Duration
     var runQueueWait: Duration?
 
-    static func take(_ thread: ThreadID, stamp: MonotonicInstant, now: MonotonicInstant) -> ThreadBaseline? {
+    /// `files`: the thread's `/proc` files when they are kept open already.
+    static func take(_ thread: ThreadID, files: TaskFiles?, stamp: MonotonicInstant, now: MonotonicInstant) -> ThreadBaseline? {
         // Wall and CPU time are read together: deltas against the round's `now` would not match.
         let at = MonotonicClock.now()
         guard let cpu = try? ThreadCPUClock(thread).elapsed() else { return nil }
-        let wait = try? ThreadInfo.schedStat(thread).waitTime
+        let wait = try? (files.map { try ThreadInfo.schedStat($0) } ?? ThreadInfo.schedStat(thread)).waitTime
         return ThreadBaseline(thread: thread, stamp: stamp, takenAt: at, cpuTime: cpu, runQueueWait: wait)
     }
 }
@@ -31,9 +32,13 @@ enum StallEvidence {
                     S.accept4, S.epollPwait2].filter { $0 != S.unavailable })
     }()
 
-    static func gather(thread: ThreadID, baseline: ThreadBaseline?, now: MonotonicInstant,
-                       threadCount: Int) -> (evidence: ThreadEvidence, info: ThreadInfo?) {
-        let info = try? ThreadInfo.read(thread)
+    /// `runnableThreads`: the process's threads in state R, asked for only when the thread looks
+    /// starved (reading every thread's state costs a few microseconds per thread).
+    /// `files`: the stalled thread's `/proc` files, kept open while it is watched.
+    static func gather(files: TaskFiles, baseline: ThreadBaseline?, now: MonotonicInstant,
+                       threadCount: Int, runnableThreads: () -> Int?) -> (evidence: ThreadEvidence, info: ThreadInfo?) {
+        let thread = files.tid
+        let info = try? ThreadInfo.read(files)
         let state: Character = info?.state.procLetter ?? "?"
         var syscall: Int?
         var fdKind: FDKind?
@@ -45,7 +50,7 @@ enum StallEvidence {
         }
         let readAt = MonotonicClock.now()
         let cpuNow = (try? ThreadCPUClock(thread).elapsed()) ?? .zero
-        let waitNow = try? ThreadInfo.schedStat(thread).waitTime
+        let waitNow = try? ThreadInfo.schedStat(files).waitTime
         let wallDelta = baseline.map { readAt - $0.takenAt } ?? .zero
         let cpuDelta = baseline.map { cpuNow - $0.cpuTime } ?? .zero
         var waitDelta: Duration?
@@ -54,20 +59,8 @@ enum StallEvidence {
         var evidence = ThreadEvidence(state: state, syscall: syscall, fdKind: fdKind, cpuTimeDelta: cpuDelta,
                                       wallDelta: wallDelta, runQueueWaitDelta: waitDelta, threadCount: threadCount,
                                       cores: cores)
-        if evidence.looksStarved() {
-            // Only then: reading every thread's state costs a few microseconds per thread.
-            evidence.runnableThreadCount = runnableThreads()
-        }
+        if evidence.looksStarved() { evidence.runnableThreadCount = runnableThreads() }
         return (evidence, info)
-    }
-
-    /// Threads of this process in state R now.
-    private static func runnableThreads() -> Int? {
-        guard let tids = try? ThreadList.current() else { return nil }
-        var stat = sw_thread_stat_t()
-        return tids.reduce(0) { count, tid in
-            sw_thread_stat(tid.rawValue, &stat) == 0 && stat.state == CChar(UInt8(ascii: "R")) ? count + 1 : count
-        }
     }
 
     static func kind(_ k: FileDescriptorKind) -> FDKind {

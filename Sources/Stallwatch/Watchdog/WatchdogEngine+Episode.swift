@@ -86,7 +86,8 @@ extension WatchdogEngine {
     private func refreshBaseline(_ m: LoopMonitor, thread: ThreadID?, stamp: MonotonicInstant?, now: MonotonicInstant) {
         guard let thread, let stamp else { return }
         if m.baseline?.stamp != stamp || m.baseline?.thread != thread {
-            m.baseline = ThreadBaseline.take(thread, stamp: stamp, now: now)
+            m.baseline = ThreadBaseline.take(thread, files: m.taskFiles.flatMap { $0.tid == thread ? $0 : nil },
+                                             stamp: stamp, now: now)
         }
     }
 
@@ -131,8 +132,10 @@ extension WatchdogEngine {
     /// thread did after it (a pool thread back in its idle futex read as `lockWait`).
     private func noteEvidence(_ m: LoopMonitor, thread: ThreadID?, stamp: MonotonicInstant?) {
         guard let thread, let stamp else { return }
-        let gathered = StallEvidence.gather(thread: thread, baseline: m.baseline, now: MonotonicClock.now(),
-                                            threadCount: (try? ThreadList.count()) ?? 0)
+        let round = roundStart
+        let gathered = StallEvidence.gather(files: m.files(of: thread), baseline: m.baseline, now: MonotonicClock.now(),
+                                            threadCount: census.threadCount(round: round),
+                                            runnableThreads: { census.runnableThreads(round: round) })
         guard stillRunning(m, thread: thread, stamp: stamp, blockedIn: gathered.evidence.syscall) else { return }
         m.evidence = gathered
     }

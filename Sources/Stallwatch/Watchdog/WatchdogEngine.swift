@@ -23,6 +23,10 @@ final class WatchdogEngine {
     let poolWatcher: PoolJobWatcher?
     private var nextPoolScan: MonotonicInstant?
     private(set) var previousRound: MonotonicInstant?
+    /// This round's instant (the one every loop is judged at).
+    private(set) var roundStart = MonotonicInstant(nanoseconds: 0)
+    /// Thread count and runnable threads, read once per round for every loop's evidence.
+    var census = ThreadCensus()
     /// The watchdog's own scheduling: when it planned to wake, and its thread's CPU and run-queue
     /// wait when it began waiting. The evidence that tells a stopped process from a late watchdog.
     private var plannedWake: MonotonicInstant?
@@ -124,6 +128,7 @@ final class WatchdogEngine {
     /// Runs one round. Returns when the next round should run.
     func round() -> MonotonicInstant {
         let now = MonotonicClock.now()
+        roundStart = now
         deliveryTime = .zero
         var stopped = judgeSuspension(now: now)
         if stoppedInRound > .zero {

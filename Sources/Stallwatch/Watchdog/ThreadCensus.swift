@@ -1,0 +1,46 @@
+import CSampler
+import StallwatchReport
+
+/// The process's thread count and runnable threads, read at most once per watchdog round: every
+/// stalled loop's evidence needs the count, and a starved one the runnable threads. Read per loop,
+/// 64 loops stalled at once meant 64 listings and 64 × 70 `/proc` stat reads a round — 40 % of the
+/// watchdog's CPU in `bench detect`'s 64 spinning loops, on a watchdog that gets a few per cent of
+/// a core there.
+struct ThreadCensus {
+    private var round: MonotonicInstant?
+    private var count: Int?
+    private var runnable: Int??
+
+    /// Threads of this process (0 when they cannot be listed).
+    mutating func threadCount(round now: MonotonicInstant) -> Int {
+        start(now)
+        if let count { return count }
+        let listed = (try? ThreadList.count()) ?? 0
+        count = listed
+        return listed
+    }
+
+    /// Threads of this process in state R, `nil` when they cannot be read.
+    mutating func runnableThreads(round now: MonotonicInstant) -> Int? {
+        start(now)
+        if let runnable { return runnable }
+        let read = Self.readRunnable()
+        runnable = .some(read)
+        return read
+    }
+
+    private mutating func start(_ now: MonotonicInstant) {
+        guard round != now else { return }
+        round = now
+        count = nil
+        runnable = nil
+    }
+
+    private static func readRunnable() -> Int? {
+        guard let tids = try? ThreadList.current() else { return nil }
+        var stat = sw_thread_stat_t()
+        return tids.reduce(0) { count, tid in
+            sw_thread_stat(tid.rawValue, &stat) == 0 && stat.state == CChar(UInt8(ascii: "R")) ? count + 1 : count
+        }
+    }
+}
