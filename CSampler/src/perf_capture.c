@@ -48,6 +48,47 @@ static void ring_copy(const uint8_t *data, uint64_t size, uint64_t off, void *ds
     for (uint64_t i = 0; i < n; i++) d[i] = data[(off + i) % size];
 }
 
+// The sample landed where no unwind row describes the code: a PLT stub (an unoptimised Swift loop
+// calls the runtime through one on every iteration), generated code. As the signal handler does
+// (stack_fill.c), the first frame record is taken from FP, the words between SP and it are kept for
+// sw_recover_leaf_caller (the stub's or frameless leaf's caller sits there), and the hybrid walk
+// goes on above the record. Before, such a sample was its PC alone: unnamed, and its stall's
+// function lost. Reads only the copy [sp, mem->hi).
+static void walk_past_rowless_pc(sw_stack_t *out, const sw_walk_mem_t *mem, const uint8_t *copy, uint64_t sp,
+                                 uint64_t fp, uint64_t lr, uint32_t max_frames, sw_walk_result_t *res) {
+    uint64_t f = fp & ~SW_ASYNC_FP_BIT;
+    out->leaf_word_count = 0;
+#if !SW_ARCH_LEAF_CALLER_IN_LR
+    (void)lr;
+    uint64_t limit = sp + 8 * 8;
+    if (f >= sp && f < limit) limit = f;
+    if (limit > mem->hi) limit = mem->hi;
+    for (uint64_t a = sp; a + 8 <= limit; a += 8) memcpy(&out->leaf_words[out->leaf_word_count++], copy + (a - sp), 8);
+#else
+    out->leaf_words[out->leaf_word_count++] = lr;
+#endif
+    if (out->count != 1 || max_frames < 2 || f < sp || f + 16 > mem->hi || (f & 7) != 0) {
+        out->stop_reason = SW_STOP_BAD_LINK;
+    } else {
+        uint64_t saved, ra;
+        memcpy(&saved, copy + (f - sp), 8);
+        memcpy(&ra, copy + (f + 8 - sp), 8);
+        ra = sw_arch_code_address(ra);
+        if (ra == 0) {
+            out->stop_reason = SW_STOP_ROOT;
+        } else {
+            out->frames[out->count++] = ra;
+            sw_walk_regs_t up = {.pc = ra, .sp = f + 16, .fp = saved, .fp_known = 1};
+            sw_walk_result_t more = {0};
+            sw_walk(&up, mem, 1, out->frames, &out->count, max_frames, &more);
+            more.table_frames += res->table_frames;
+            *res = more;
+            out->stop_reason = more.stop == SW_STOP_NEED_FP ? SW_STOP_BAD_LINK : more.stop;
+        }
+    }
+    sw_recover_leaf_caller(out);
+}
+
 int sw_capture_perf(int32_t tid, uint32_t max_frames, int64_t timeout_ns, sw_stack_t *out) {
     if (out == NULL || tid <= 0 || max_frames == 0 || timeout_ns <= 0) return SW_ERR_INVALID;
     if (max_frames > SW_MAX_FRAMES) max_frames = SW_MAX_FRAMES;
@@ -114,12 +155,12 @@ int sw_capture_perf(int32_t tid, uint32_t max_frames, int64_t timeout_ns, sw_sta
                 out->count = 0;
                 out->sp = sp;
                 sw_walk(&wr, &mem, 0, out->frames, &out->count, max_frames, &res);
-                free(copy);
                 if (res.stop == SW_STOP_NO_ROW_AT_PC) {
-                    out->stop_reason = SW_STOP_NO_UNWIND_INFO; // generated code: its PC, said as such
+                    walk_past_rowless_pc(out, &mem, copy, sp, wr.fp, wr.lr, max_frames, &res);
                 } else {
                     out->stop_reason = res.stop == SW_STOP_NEED_FP ? SW_STOP_BAD_LINK : res.stop;
                 }
+                free(copy);
                 out->table_frames = (uint8_t)(res.table_frames > 255 ? 255 : res.table_frames);
                 out->truncated = out->stop_reason != SW_STOP_ROOT;
                 out->stack_known = 1;

@@ -258,6 +258,52 @@ static void *release_later(void *arg) {
 }
 #endif
 
+// ---- A frameless leaf without unwind rows (a PLT stub's shape) ----
+#if defined(__x86_64__)
+__asm__(".pushsection .text\n"
+        ".globl sw_foreign_spin_rowless_leaf\n"
+        ".type sw_foreign_spin_rowless_leaf, @function\n"
+        "sw_foreign_spin_rowless_leaf:\n"
+        "1:\n"
+        "  pause\n"
+        "  movl (%rdi), %eax\n"
+        "  testl %eax, %eax\n"
+        "  jz 1b\n"
+        "  ret\n"
+        ".size sw_foreign_spin_rowless_leaf, .-sw_foreign_spin_rowless_leaf\n"
+        ".popsection\n");
+#elif defined(__aarch64__)
+__asm__(".pushsection .text\n"
+        ".globl sw_foreign_spin_rowless_leaf\n"
+        ".type sw_foreign_spin_rowless_leaf, %function\n"
+        "sw_foreign_spin_rowless_leaf:\n"
+        "1:\n"
+        "  ldr w9, [x0]\n"
+        "  cbz w9, 1b\n"
+        "  ret\n"
+        ".size sw_foreign_spin_rowless_leaf, .-sw_foreign_spin_rowless_leaf\n"
+        ".popsection\n");
+#endif
+
+#ifdef SW_HAVE_NO_UNWIND_SPIN
+void sw_foreign_spin_rowless_leaf(volatile int *flag);
+#endif
+
+__attribute__((noinline)) int sw_foreign_rowless_leaf_spin(unsigned ms) {
+#ifdef SW_HAVE_NO_UNWIND_SPIN
+    struct release_after r = {.flag = 0, .ms = ms};
+    pthread_t helper;
+    int rc = pthread_create(&helper, NULL, release_later, &r);
+    if (rc != 0) return -rc;
+    sw_foreign_spin_rowless_leaf(&r.flag);
+    pthread_join(helper, NULL);
+    return 0;
+#else
+    (void)ms;
+    return -ENOSYS;
+#endif
+}
+
 __attribute__((noinline)) int sw_foreign_unwalkable_spin(unsigned ms) {
 #ifdef SW_HAVE_NO_UNWIND_SPIN
     struct release_after r = {.flag = 0, .ms = ms};

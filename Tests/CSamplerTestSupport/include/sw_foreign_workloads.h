@@ -46,4 +46,9 @@ int64_t sw_foreign_malloc_free(unsigned chunk_mib, unsigned ms);
 /// when the helper cannot start; -ENOSYS on an architecture without the assembly.
 int sw_foreign_unwalkable_spin(unsigned ms);
 
+/// Spins for `ms` in a frameless leaf with no unwind rows — the shape of a PLT stub: its caller's
+/// return address at SP (x86_64) or in LR (arm64), FP still the caller's record. -ENOSYS on other
+/// architectures.
+int sw_foreign_rowless_leaf_spin(unsigned ms);
+
 #endif
