@@ -254,11 +254,15 @@ final class WatchdogEngine {
 
     // MARK: - suspension
 
+    /// The watchdog thread's CPU time and run-queue wait, twice a round. Both from one `pread` of
+    /// its schedstat: its CPU clock (a system call of its own, a tenth of an idle round's CPU) says
+    /// the same but for the running slice's last few ms, far below what the suspension judge counts.
     private func ownThreadFigures() -> (cpu: Duration, runQueueWait: Duration?) {
-        let cpu = (try? ThreadCPUClock(ownThread).elapsed()) ?? .zero
         var run: UInt64 = 0, wait: UInt64 = 0, slices: UInt64 = 0
-        guard ownFiles.schedstat(run: &run, wait: &wait, timeslices: &slices) == 0 else { return (cpu, nil) }
-        return (cpu, .nanoseconds(Int64(clamping: wait)))
+        guard ownFiles.schedstat(run: &run, wait: &wait, timeslices: &slices) == 0 else {
+            return ((try? ThreadCPUClock(ownThread).elapsed()) ?? .zero, nil)
+        }
+        return (.nanoseconds(Int64(clamping: run)), .nanoseconds(Int64(clamping: wait)))
     }
 
     /// A round that took far longer than its CPU time and run-queue wait explain was stopped part
