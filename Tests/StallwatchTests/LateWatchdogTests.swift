@@ -9,21 +9,34 @@ import Testing
 /// a slow event handler on its thread) is still reported: once, final, with its recorded length.
 @Suite("Stalls the watchdog saw only after they ended", .serialized)
 struct LateWatchdogTests {
+    /// Set as the event handler begins holding the watchdog.
+    final class Holding: Sendable {
+        let started = Atomic<Bool>(false)
+        var now: Bool { started.load(ordering: .acquiring) }
+    }
+
+    /// A watchdog at a 300 ms threshold whose event handler, at the first stall of the loop
+    /// "holder", sleeps `hold` on the watchdog's thread.
+    private func heldWatchdog(hold: UInt32, directory: String? = nil, log: EventLog,
+                              holding: Holding) throws -> Watchdog {
+        try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(300)),
+                     reportDirectory: directory, metrics: nil) { event in
+            log.append(event)
+            if event.kind == .stall, event.report?.loopName == "holder", !holding.now {
+                holding.started.store(true, ordering: .releasing)
+                usleep(hold)
+            }
+        }
+    }
+
     @Test("a stall wholly inside a slow event handler: one report, final, start and duration right, lateness stated")
     func stallWhileTheWatchdogIsHeld() throws {
         let directory = temporaryDirectory("late")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let log = EventLog()
-        let holding = Atomic<Bool>(false)
+        let holding = Holding()
         // The handler runs on the watchdog thread: 1.5 s in it is 1.5 s without a round.
-        let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(300)),
-                                    reportDirectory: directory, metrics: nil) { event in
-            log.append(event)
-            if event.kind == .stall, event.report?.loopName == "holder", !holding.load(ordering: .acquiring) {
-                holding.store(true, ordering: .releasing)
-                usleep(1_500_000)
-            }
-        }
+        let watchdog = try heldWatchdog(hold: 1_500_000, directory: directory, log: log, holding: holding)
         let holder = watchdog.makeProbe(name: "holder")
         let unseen = watchdog.makeProbe(name: "unseen")
         try watchdog.start()
@@ -38,7 +51,7 @@ struct LateWatchdogTests {
         }
         let timing = StallTiming()
         let unseenThread = TestThread(name: "sw-unseen") { _ in
-            while !holding.load(ordering: .acquiring) { usleep(1000) }
+            while !holding.now { usleep(1000) }
             unseen.busy()
             timing.begin()
             usleep(600_000)
@@ -72,14 +85,8 @@ struct LateWatchdogTests {
     @Test("a short busy period inside a slow event handler is no stall")
     func shortPeriodWhileTheWatchdogIsHeld() throws {
         let log = EventLog()
-        let holding = Atomic<Bool>(false)
-        let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(300)), metrics: nil) { event in
-            log.append(event)
-            if event.kind == .stall, event.report?.loopName == "holder", !holding.load(ordering: .acquiring) {
-                holding.store(true, ordering: .releasing)
-                usleep(1_200_000)
-            }
-        }
+        let holding = Holding()
+        let watchdog = try heldWatchdog(hold: 1_200_000, log: log, holding: holding)
         let holder = watchdog.makeProbe(name: "holder")
         let short = watchdog.makeProbe(name: "short")
         try watchdog.start()
@@ -90,7 +97,7 @@ struct LateWatchdogTests {
             holder.idle()
         }
         let shortThread = TestThread(name: "sw-short") { _ in
-            while !holding.load(ordering: .acquiring) { usleep(1000) }
+            while !holding.now { usleep(1000) }
             for _ in 0..<3 {
                 short.busy()
                 usleep(200_000)
