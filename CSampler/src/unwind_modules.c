@@ -95,6 +95,7 @@ int sw_modules_rebuild(void) {
     memcpy(g_known, g_build.out, sizeof g_build.out[0] * g_build.n);
     g_known_count = g_build.n;
     pthread_mutex_unlock(&g_modules_lock);
+    sw_cfi_row_cache_touch();
     return (int)g_build.n;
 }
 
