@@ -445,6 +445,7 @@ typedef struct row_slot {
 
 static row_slot_t g_row_cache[1u << SW_ROW_CACHE_BITS];
 
+// async-signal-safe: arithmetic only. A multiplicative hash: nearby PCs of one loop spread out.
 static inline row_slot_t *row_slot(uint64_t pc) {
     return &g_row_cache[(pc * 0x9e3779b97f4a7c15ULL) >> (64 - SW_ROW_CACHE_BITS)];
 }
