@@ -41,12 +41,24 @@ enum {
     SW_CFI_UNSUPPORTED = 3,    ///< the rule uses an expression, another CFA register, or is malformed
 };
 
+/// The object _dl_find_object named for an earlier PC of the same walk: [start, end) and its
+/// .eh_frame_hdr (0: none). Consecutive table frames are mostly in one object (libc's), and the
+/// object cannot go away under a thread that is interrupted inside it.
+typedef struct sw_cfi_object {
+    uint64_t start, end, hdr;
+} sw_cfi_object_t;
+
 /// The row of the unwind table that applies at `pc`. `pc` is the interrupted PC of frame 0, or a
 /// return address minus one for outer frames (so a call at the end of a function finds its own FDE).
 /// Finds the object with _dl_find_object (lock-free, current after dlclose: never the loader lock)
 /// and reads its .eh_frame_hdr search table and .eh_frame in place. Bounded: at most SW_CFI_MAX_OPS
-/// instructions interpreted. async-signal-safe, and no system call (handlers).
-int sw_cfi_find_row(uint64_t pc, sw_cfi_row_t *row);
+/// instructions interpreted. `last` (may be NULL; start it zeroed) carries the object between the
+/// calls of one walk: a PC inside it is not looked up again. Rows found are kept in a small cache
+/// keyed by PC and object (see unwind_table.c). async-signal-safe, and no system call (handlers).
+int sw_cfi_find_row(uint64_t pc, sw_cfi_row_t *row, sw_cfi_object_t *last);
+
+/// Makes sw_cfi_find_row's row cache resident (outside handlers: it writes every page once).
+void sw_cfi_row_cache_touch(void);
 
 /// The same through fault-safe copies (process_vm_readv): for walks off the sampled thread, which
 /// may have dlclosed the object since. async-signal-safe (system calls).

@@ -13,12 +13,19 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
     // binary search with cold cache lines, against a nanosecond for the frame record itself.
     uint64_t mod_lo = 1, mod_hi = 0;
     int mod_keeps = 0;
+    sw_cfi_object_t last_object = {0, 0, 0}; // the object of the last table row (live walk only)
+    (void)last_object;
     res->stop = SW_STOP_FRAME_LIMIT;
     if (!outer) {
         if (n >= cap) goto done;
         out[n++] = pc;
     }
     for (;;) {
+        if (outer && fp_known && mod_keeps == 1) {
+            uint32_t k = record_run(mem, mod_lo, mod_hi, out, &n, cap, &pc, &sp, &fp, &fp_known);
+            res->fp_frames += k;
+            if (k != 0) lr_known = 0;
+        }
         if (n >= cap) {
             res->stop = SW_STOP_FRAME_LIMIT;
             break;
@@ -46,7 +53,7 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
         if (by_record && (fp & ~SW_ASYNC_FP_BIT) == 0 && res->table_frames < SW_WALK_MAX_TABLE_FRAMES) {
             // A zero link ends the chain of records, or is a register that frameless code further
             // down left zero: the table decides (an undefined return address is the thread's entry).
-            if (SW_WALK_FIND_ROW(look, &row) == SW_CFI_OK && row.ra_rule != SW_RULE_UNDEFINED) {
+            if (SW_WALK_FIND_ROW(look, &row, &last_object) == SW_CFI_OK && row.ra_rule != SW_RULE_UNDEFINED) {
                 by_record = 0;
                 row_found = 1; // the table step below uses it: one lookup, not two
             }
@@ -84,7 +91,7 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
                 break;
             }
 #endif
-            int rc = row_found ? SW_CFI_OK : SW_WALK_FIND_ROW(look, &row);
+            int rc = row_found ? SW_CFI_OK : SW_WALK_FIND_ROW(look, &row, &last_object);
             if (rc != SW_CFI_OK) {
                 if (!outer) {
                     res->stop = SW_STOP_NO_ROW_AT_PC; // the caller falls back to frame records
@@ -137,9 +144,20 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
                 res->stop = row.ra_rule == SW_RULE_AT_CFA ? SW_STOP_BAD_LINK : SW_STOP_ROOT;
                 break;
             }
-            if (!sw_maps_is_exec(next_pc)) {
-                res->stop = SW_STOP_BAD_LINK; // never a frame that is not code
-                break;
+            // Never a frame that is not code. A return address inside the executable segment of a
+            // known object is code; finding that object is also the next frame's first question,
+            // so its answer is kept for it. Only an address outside every known object asks the
+            // memory-map table.
+            if (next_pc - 1 < mod_lo || next_pc - 1 >= mod_hi) {
+                mod_keeps = sw_module_lookup(next_pc - 1, &mod_lo, &mod_hi);
+                if (mod_keeps < 0) {
+                    mod_lo = 1;
+                    mod_hi = 0;
+                    if (!sw_maps_is_exec(next_pc)) {
+                        res->stop = SW_STOP_BAD_LINK;
+                        break;
+                    }
+                }
             }
             next_sp = cfa;
             if (row.fp_rule == SW_RULE_AT_CFA && cfa + (uint64_t)row.fp_off < sp) {

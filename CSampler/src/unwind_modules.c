@@ -95,6 +95,7 @@ int sw_modules_rebuild(void) {
     memcpy(g_known, g_build.out, sizeof g_build.out[0] * g_build.n);
     g_known_count = g_build.n;
     pthread_mutex_unlock(&g_modules_lock);
+    sw_cfi_row_cache_touch();
     return (int)g_build.n;
 }
 
@@ -104,6 +105,12 @@ int sw_module_keeps_fp(uint64_t pc) {
     return sw_module_lookup(pc, &lo, &hi) == 1;
 }
 
+// The two entries found last, tried before the binary search: a walk mostly meets the same two
+// or three objects (the program, libc, the Swift runtime) capture after capture, and the search's
+// five or six probes are cold cache lines in a handler. Only a hint: an index read under the same
+// sequence number as the entry, checked against the PC, and written by any thread that missed.
+static _Atomic uint32_t g_module_hint[2];
+
 // async-signal-safe: as above, and the segment's range, so a walk can skip the next lookup.
 int sw_module_lookup(uint64_t pc, uint64_t *lo_out, uint64_t *hi_out) {
     uint64_t seq = atomic_load_explicit(&g_module_seq, memory_order_acquire);
@@ -111,6 +118,18 @@ int sw_module_lookup(uint64_t pc, uint64_t *lo_out, uint64_t *hi_out) {
     uint32_t lo = 0, hi = atomic_load_explicit(&g_module_count, memory_order_relaxed);
     if (hi > SW_MAX_MODULES) return -1;
     int keeps = -1;
+    for (int h = 0; h < 2; h++) {
+        uint32_t i = atomic_load_explicit(&g_module_hint[h], memory_order_relaxed);
+        if (i >= hi) continue;
+        const volatile sw_module_t *m = &g_modules[i];
+        if (pc >= m->lo && pc < m->hi) {
+            keeps = m->keeps_fp;
+            *lo_out = m->lo;
+            *hi_out = m->hi;
+            lo = hi; // found: no search
+            break;
+        }
+    }
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         const volatile sw_module_t *m = &g_modules[mid];
@@ -120,6 +139,9 @@ int sw_module_lookup(uint64_t pc, uint64_t *lo_out, uint64_t *hi_out) {
             keeps = m->keeps_fp;
             *lo_out = m->lo;
             *hi_out = m->hi;
+            atomic_store_explicit(&g_module_hint[1], atomic_load_explicit(&g_module_hint[0], memory_order_relaxed),
+                                  memory_order_relaxed);
+            atomic_store_explicit(&g_module_hint[0], mid, memory_order_relaxed);
             break;
         }
     }

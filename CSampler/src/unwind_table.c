@@ -425,17 +425,116 @@ static int row_from_rules(int rc, const rules_t *r, sw_cfi_row_t *row) {
     return SW_CFI_OK;
 }
 
-// async-signal-safe, no system call: _dl_find_object and loads of the object's own read-only tables.
-int sw_cfi_find_row(uint64_t pc, sw_cfi_row_t *row) {
-    struct dl_find_object fo;
-    if (_dl_find_object((void *)(uintptr_t)pc, &fo) != 0) return SW_CFI_NO_MODULE;
-    if (fo.dlfo_eh_frame == NULL) return SW_CFI_NO_INFO;
-    uint64_t fde = find_fde_in_place((uint64_t)(uintptr_t)fo.dlfo_eh_frame, pc);
-    if (fde == 0 || fde < (uint64_t)(uintptr_t)fo.dlfo_map_start || fde >= (uint64_t)(uintptr_t)fo.dlfo_map_end) {
-        return SW_CFI_NO_INFO;
+// Rows already found, by PC, shared by every thread's handler. A row costs ~1 000 instructions to
+// find (FDE search, CIE parse, the instructions up to the PC: most of a 38-frame capture when the
+// handler looked up three rows), and a stalled thread is sampled at the same few PCs again and
+// again: the interrupted loop, the return addresses under it. An entry is keyed by the PC and by
+// what _dl_find_object says holds it now (the object's start and its .eh_frame_hdr), so an object
+// dlclosed and another loaded at the same address misses instead of reusing the old row.
+// Direct-mapped; each slot is a sequence lock written by whichever handler found the row: odd
+// while written, a reader that sees it odd or changed treats the slot as empty, and a writer that
+// finds it odd leaves it alone (never waits). Lossy by design, never blocking.
+#define SW_ROW_CACHE_BITS 10
+#define SW_ROW_CACHE_VALID (1ULL << 63)
+
+typedef struct row_slot {
+    _Alignas(64) _Atomic uint64_t seq;
+    _Atomic uint64_t pc, obj, hdr, meta; // meta: VALID | rc << 24 | cfa_reg << 16 | fp_rule << 8 | ra_rule
+    _Atomic int64_t cfa_off, fp_off, ra_off;
+} row_slot_t;
+
+static row_slot_t g_row_cache[1u << SW_ROW_CACHE_BITS];
+
+// async-signal-safe: arithmetic only. A multiplicative hash: nearby PCs of one loop spread out.
+static inline row_slot_t *row_slot(uint64_t pc) {
+    return &g_row_cache[(pc * 0x9e3779b97f4a7c15ULL) >> (64 - SW_ROW_CACHE_BITS)];
+}
+
+// async-signal-safe, no system call: loads only. 1 with *rc (and *row when SW_CFI_OK) on a hit.
+static int row_cache_get(uint64_t pc, uint64_t obj, uint64_t hdr, sw_cfi_row_t *row, int *rc) {
+    row_slot_t *s = row_slot(pc);
+    uint64_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
+    if (q & 1) return 0;
+    uint64_t p = atomic_load_explicit(&s->pc, memory_order_relaxed);
+    uint64_t o = atomic_load_explicit(&s->obj, memory_order_relaxed);
+    uint64_t h = atomic_load_explicit(&s->hdr, memory_order_relaxed);
+    uint64_t m = atomic_load_explicit(&s->meta, memory_order_relaxed);
+    int64_t cfa_off = atomic_load_explicit(&s->cfa_off, memory_order_relaxed);
+    int64_t fp_off = atomic_load_explicit(&s->fp_off, memory_order_relaxed);
+    int64_t ra_off = atomic_load_explicit(&s->ra_off, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&s->seq, memory_order_relaxed) != q) return 0;
+    if (!(m & SW_ROW_CACHE_VALID) || p != pc || o != obj || h != hdr) return 0;
+    *rc = (int)((m >> 24) & 0xff);
+    if (*rc == SW_CFI_OK) {
+        row->cfa_reg = (uint8_t)(m >> 16);
+        row->fp_rule = (uint8_t)(m >> 8);
+        row->ra_rule = (uint8_t)m;
+        row->cfa_off = cfa_off;
+        row->fp_off = fp_off;
+        row->ra_off = ra_off;
     }
-    rules_t r;
-    return row_from_rules(rules_at((const uint8_t *)(uintptr_t)fde, fde, NULL, 0, pc, 1, &r), &r, row);
+    return 1;
+}
+
+// async-signal-safe, no system call: one compare-and-swap, then stores; gives up if another
+// handler is writing the slot.
+static void row_cache_put(uint64_t pc, uint64_t obj, uint64_t hdr, int rc, const sw_cfi_row_t *row) {
+    row_slot_t *s = row_slot(pc);
+    uint64_t q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+    if ((q & 1) || !atomic_compare_exchange_strong_explicit(&s->seq, &q, q + 1, memory_order_relaxed,
+                                                            memory_order_relaxed)) {
+        return;
+    }
+    atomic_thread_fence(memory_order_release);
+    uint64_t m = SW_ROW_CACHE_VALID | ((uint64_t)(uint8_t)rc << 24);
+    if (rc == SW_CFI_OK) m |= ((uint64_t)row->cfa_reg << 16) | ((uint64_t)row->fp_rule << 8) | row->ra_rule;
+    atomic_store_explicit(&s->pc, pc, memory_order_relaxed);
+    atomic_store_explicit(&s->obj, obj, memory_order_relaxed);
+    atomic_store_explicit(&s->hdr, hdr, memory_order_relaxed);
+    atomic_store_explicit(&s->meta, m, memory_order_relaxed);
+    atomic_store_explicit(&s->cfa_off, rc == SW_CFI_OK ? row->cfa_off : 0, memory_order_relaxed);
+    atomic_store_explicit(&s->fp_off, rc == SW_CFI_OK ? row->fp_off : 0, memory_order_relaxed);
+    atomic_store_explicit(&s->ra_off, rc == SW_CFI_OK ? row->ra_off : 0, memory_order_relaxed);
+    atomic_store_explicit(&s->seq, q + 2, memory_order_release);
+}
+
+// Not for handlers: makes the cache's pages resident, so that no handler takes the page fault of
+// a first write to them (a kernel entry in the middle of a sample). Adding zero changes no slot
+// and is atomic, so handlers using the cache meanwhile are not disturbed.
+void sw_cfi_row_cache_touch(void) {
+    for (size_t i = 0; i < sizeof g_row_cache / sizeof g_row_cache[0]; i += 4096 / sizeof g_row_cache[0]) {
+        atomic_fetch_add_explicit(&g_row_cache[i].seq, 0, memory_order_relaxed);
+    }
+}
+
+// async-signal-safe, no system call: _dl_find_object, the row cache above, and loads of the
+// object's own read-only tables.
+int sw_cfi_find_row(uint64_t pc, sw_cfi_row_t *row, sw_cfi_object_t *last) {
+    sw_cfi_object_t here;
+    if (last == NULL || pc < last->start || pc >= last->end) {
+        struct dl_find_object fo;
+        if (_dl_find_object((void *)(uintptr_t)pc, &fo) != 0) return SW_CFI_NO_MODULE;
+        here.start = (uint64_t)(uintptr_t)fo.dlfo_map_start;
+        here.end = (uint64_t)(uintptr_t)fo.dlfo_map_end;
+        here.hdr = (uint64_t)(uintptr_t)fo.dlfo_eh_frame;
+        if (last != NULL) *last = here;
+    } else {
+        here = *last;
+    }
+    if (here.hdr == 0) return SW_CFI_NO_INFO;
+    uint64_t obj = here.start, hdr = here.hdr;
+    int rc;
+    if (row_cache_get(pc, obj, hdr, row, &rc)) return rc;
+    uint64_t fde = find_fde_in_place(hdr, pc);
+    if (fde == 0 || fde < obj || fde >= here.end) {
+        rc = SW_CFI_NO_INFO;
+    } else {
+        rules_t r;
+        rc = row_from_rules(rules_at((const uint8_t *)(uintptr_t)fde, fde, NULL, 0, pc, 1, &r), &r, row);
+    }
+    row_cache_put(pc, obj, hdr, rc, row);
+    return rc;
 }
 
 // async-signal-safe (system calls: process_vm_readv, getpid); used off the sampled thread only.
