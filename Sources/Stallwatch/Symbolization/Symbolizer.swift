@@ -46,6 +46,13 @@ package final class Symbolizer: Sendable {
         return frame
     }
 
+    /// The start of the function holding `address` (``SymbolizedFrame/functionAddress``): from the
+    /// cache when the address was resolved before, copying no names.
+    package func functionAddress(_ address: UInt) -> UInt? {
+        if let hit = cache.withLock({ $0[address].map(\.functionAddress) }) { return hit }
+        return symbolize(address).functionAddress
+    }
+
     /// Resolves every frame of a stack. Return addresses (all frames but the first) are looked up at
     /// `address - 1`, inside the call instruction, so a call that ends a function still resolves to it.
     /// Afterwards the symbol files' pages the lookups read are handed back (``releaseMappedPages()``).

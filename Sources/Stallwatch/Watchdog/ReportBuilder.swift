@@ -10,6 +10,8 @@ struct ReportBuilder {
     let configuration: WatchdogConfiguration
     let symbolizer: Symbolizer
     let sampler: StackSampler
+    /// Reused trees and key buffers (the watchdog thread's only).
+    let scratch = StackScratch()
 
     /// Function identity of every frame, so stacks compare by function, not by exact PC.
     func stackSample(_ stack: CapturedStack) -> StackSample {
@@ -26,6 +28,29 @@ struct ReportBuilder {
         identity.frames = stack.identityFrames
         identity.leafCallerRecovered = false
         return stackSample(identity)
+    }
+
+    /// ``stackSample(_:)``'s keys (`identity`: ``identitySample(_:)``'s) into `keys`, reading only
+    /// the symbolizer's cache once a function is known: nothing is allocated for a known stack.
+    func functionKeys(of stack: CapturedStack, identity: Bool, into keys: inout [FrameKey]) {
+        keys.removeAll(keepingCapacity: true)
+        let frames = identity ? stack.identityFrameSlice : stack.frames[...]
+        // As `Symbolizer.symbolize(_:)`: return addresses (all but the first) are looked up inside the call.
+        for (i, a) in frames.prefix(configuration.maxFrames).enumerated() {
+            let start = symbolizer.functionAddress(i == 0 || a == 0 ? a : a - 1)
+            keys.append(FrameKey(pc: UInt64(a), functionStart: start.map(UInt64.init)))
+        }
+    }
+
+    /// The call tree of `samples` into `scratch.tree` (emptied first), by ``stackSample(_:)``'s
+    /// keys, or ``identitySample(_:)``'s with `identity`.
+    func buildTree(of samples: some Collection<CapturedStack>, identity: Bool = false) {
+        scratch.tree.removeAll()
+        for (index, stack) in samples.enumerated() {
+            functionKeys(of: stack, identity: identity, into: &scratch.keys)
+            scratch.tree.add(leafFirst: scratch.keys, index: index)
+        }
+        symbolizer.releaseMappedPages()
     }
 
     func describe(_ key: FrameKey) -> SymbolInfo {
@@ -82,12 +107,12 @@ struct ReportBuilder {
 
     /// A stack's call tree, the blamed path and the flattened tree, filled into `report`.
     func fill(_ report: inout StallReport, samples: some Collection<CapturedStack>) {
-        let tree = CallTree(samples: samples.map(stackSample))
-        report.sampleCount = tree.sampleCount
-        report.blamedStack = ReportFrame.blamedStack(of: tree, describe: describe)
-        report.callTree = ReportCallTreeNode.flatten(tree, describe: describe)
-        report.truncatedSampleCount = samples.filter { !$0.isWhole }.count
-        report.stackEnds = CapturedStack.earlyEnds(of: Array(samples))
+        buildTree(of: samples)
+        report.sampleCount = scratch.tree.sampleCount
+        report.blamedStack = ReportFrame.blamedStack(of: scratch.tree, describe: describe)
+        report.callTree = ReportCallTreeNode.flatten(&scratch.tree, describe: describe)
+        report.truncatedSampleCount = samples.count { !$0.isWhole }
+        report.stackEnds = CapturedStack.earlyEnds(of: samples)
         // A request once named is kept when a later version cannot name it (its tag forgotten).
         if let attributed = StallAttribution.request(for: samples) { report.request = attributed.request }
     }

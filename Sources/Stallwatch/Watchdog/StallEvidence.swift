@@ -31,8 +31,9 @@ enum StallEvidence {
                     S.accept4, S.epollPwait2].filter { $0 != S.unavailable })
     }()
 
+    /// `threads` is storage for listing the process's threads, reused from call to call.
     static func gather(thread: ThreadID, baseline: ThreadBaseline?, now: MonotonicInstant,
-                       threadCount: Int) -> (evidence: ThreadEvidence, info: ThreadInfo?) {
+                       threadCount: Int, threads: inout [ThreadID]) -> (evidence: ThreadEvidence, info: ThreadInfo?) {
         let info = try? ThreadInfo.read(thread)
         let state: Character = info?.state.procLetter ?? "?"
         var syscall: Int?
@@ -56,14 +57,15 @@ enum StallEvidence {
                                       cores: cores)
         if evidence.looksStarved() {
             // Only then: reading every thread's state costs a few microseconds per thread.
-            evidence.runnableThreadCount = runnableThreads()
+            evidence.runnableThreadCount = runnableThreads(listingInto: &threads)
         }
         return (evidence, info)
     }
 
-    /// Threads of this process in state R now.
-    private static func runnableThreads() -> Int? {
-        guard let tids = try? ThreadList.current() else { return nil }
+    /// Threads of this process in state R now. Listed into `tids`, whose storage is kept: a
+    /// starved-looking stall asks every round (issue 19).
+    private static func runnableThreads(listingInto tids: inout [ThreadID]) -> Int? {
+        do { try ThreadList.current(into: &tids) } catch { return nil }
         var stat = sw_thread_stat_t()
         return tids.reduce(0) { count, tid in
             sw_thread_stat(tid.rawValue, &stat) == 0 && stat.state == CChar(UInt8(ascii: "R")) ? count + 1 : count

@@ -104,7 +104,18 @@ extension WatchdogEngine {
                 }
             }
         }
-        if let ring = m.ring { add(ring.drain(), to: m) }
+        if let ring = m.ring {
+            // Each sample is copied straight from the ring into storage a forgotten sample left.
+            var count = 0
+            var handlerTime = Duration.zero
+            ring.drain { raw in
+                let stack = CapturedStack(raw, reusing: m.takeFrameStorage())
+                count += 1
+                handlerTime += stack.handlerTime
+                m.append(stack)
+            }
+            if count > 0 { metrics?.recordSamples(count: count, handlerTime: handlerTime) }
+        }
         if let blocked = try? sampler.captureBlockedStack(of: thread) { add([blocked], to: m) }
     }
 
@@ -121,7 +132,7 @@ extension WatchdogEngine {
     private func noteEvidence(_ m: LoopMonitor, thread: ThreadID?, stamp: MonotonicInstant?) {
         guard let thread, let stamp else { return }
         let gathered = StallEvidence.gather(thread: thread, baseline: m.baseline, now: MonotonicClock.now(),
-                                            threadCount: (try? ThreadList.count()) ?? 0)
+                                            threadCount: (try? ThreadList.count()) ?? 0, threads: &evidenceThreads)
         guard stillRunning(m, thread: thread, stamp: stamp, blockedIn: gathered.evidence.syscall) else { return }
         m.evidence = gathered
     }
@@ -153,10 +164,11 @@ extension WatchdogEngine {
         if m.samples.isEmpty {
             captureFailure = captureOnce(m, thread: thread, stamp: stamp)
         }
-        let tree = CallTree(samples: m.samples.map(builder.stackSample))
+        // A sample counts in a call tree when it has a frame.
+        let sampleCount = m.samples.count { !$0.frames.isEmpty }
         let signature = signature(of: m)
         // No stack at all is no reason for silence: the cause and the duration are evidence.
-        let stackRequired = tree.sampleCount > 0
+        let stackRequired = sampleCount > 0
         // The filter judges an episode, not a round: rounds come every 40 ms, and each call counts
         // a filtered or rate-limited report. A stall cut by the rate cap stays cut; one filtered
         // for its (trivial) stack is judged again only once its stack says more.
@@ -181,7 +193,7 @@ extension WatchdogEngine {
         }
         var cause = cause(of: m) ?? StallCause(
             kind: .unknown, evidence: "the thread's state could not be read while the stall lasted")
-        if tree.sampleCount == 0 {
+        if sampleCount == 0 {
             cause.evidence += "; no stack yet (\(captureFailure ?? "no sample")): the final report holds the samples taken later"
         }
         let facts = roundFacts(now: now)
@@ -227,9 +239,15 @@ extension WatchdogEngine {
     /// are left out: a guess in some samples and not others is not another stall.
     private func signature(of m: LoopMonitor) -> StackSignature {
         let recent = m.recentSamples(configuration.ringCapacity)
-        let identity = StackSignature(dominantPathOf: CallTree(samples: recent.map(builder.identitySample)))
+        let scratch = builder.scratch
+        builder.buildTree(of: recent, identity: true)
+        scratch.tree.dominantPath(into: &scratch.path)
         // A stack too short to leave an identity is still judged (trivial or not) by its frames.
-        return identity.depth > 1 ? identity : StackSignature(dominantPathOf: CallTree(samples: recent.map(builder.stackSample)))
+        if scratch.path.count <= 1 {
+            builder.buildTree(of: recent)
+            scratch.tree.dominantPath(into: &scratch.path)
+        }
+        return StackSignature(rootFirst: scratch.path)
     }
 
     /// One capture of a stalled thread with no sample yet (runnable but not running, or not yet

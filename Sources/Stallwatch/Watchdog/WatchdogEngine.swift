@@ -45,6 +45,8 @@ final class WatchdogEngine {
     var lastThreadCPU: [Int32: Duration] = [:]
     /// Facts shared by the reports of one round (see ``RoundFacts``).
     var cachedRoundFacts: RoundFacts?
+    /// The process's threads as the cause classifier last listed them (storage reused every round).
+    var evidenceThreads: [ThreadID] = []
     /// How often loops that cannot say when they start are looked at.
     let schedule: DetectionSchedule
     private var nextPing: MonotonicInstant?
@@ -148,7 +150,7 @@ final class WatchdogEngine {
             }
             // Wake exactly when a busy loop becomes suspect (to start sampling: the report needs
             // samples from before the threshold) and when it crosses the threshold.
-            for t in m.detector.wakeTimes where t > now && t < next { next = t }
+            m.detector.forEachWakeTime { t in if t > now && t < next { next = t } }
             if m.source.busySince != nil || m.ring != nil || m.inStall { anyActive = true }
             if m.ring != nil {
                 // Drain often enough that the ring never wraps.

@@ -1,0 +1,18 @@
+import StallwatchPolicy
+
+/// Storage the watchdog reuses to turn samples into call trees and signatures, every round one has
+/// new samples and for every report: kept between rounds and stalls, so that steady work allocates
+/// nothing once it has held the largest tree so far (issue 19). Used on the watchdog thread only.
+final class StackScratch {
+    /// The tree being built.
+    var tree = CallTreeStore(capacity: 256)
+    /// One sample's function keys, leaf first.
+    var keys: [FrameKey] = []
+    /// A dominant path, root first.
+    var path: [FrameKey] = []
+
+    init() {
+        keys.reserveCapacity(256)
+        path.reserveCapacity(256)
+    }
+}
