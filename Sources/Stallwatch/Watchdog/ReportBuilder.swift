@@ -81,17 +81,27 @@ struct ReportBuilder {
             } else {
                 stack = nil
             }
-            let frames = stack.map { s in
-                symbolizer.symbolize(s).map { f in
-                    ReportFrame(address: UInt64(f.address),
-                                info: SymbolInfo(module: f.module, moduleOffset: f.moduleOffset.map(UInt64.init),
-                                                 buildID: f.buildID, symbol: f.symbol),
-                                sampleCount: 1)
-                }
-            } ?? []
+            let frames = stack.map(reportFrames) ?? []
             return ThreadStack(thread: identity(tid, info: info), state: String(info.state.procLetter),
                                syscall: info.syscall.blockedSyscall?.number, frames: frames)
         }
+    }
+
+    /// A stack's frames as a report lists them (one array: no intermediate list of symbolized
+    /// frames). Return addresses are looked up inside the call, as ``Symbolizer/symbolize(_:)`` does.
+    private func reportFrames(_ stack: CapturedStack) -> [ReportFrame] {
+        defer { symbolizer.releaseMappedPages() }
+        var out: [ReportFrame] = []
+        out.reserveCapacity(stack.frames.count)
+        for (i, a) in stack.frames.enumerated() {
+            var f = symbolizer.symbolize(i == 0 || a == 0 ? a : a - 1)
+            if i > 0 && a != 0 { f.moduleOffset = f.moduleOffset.map { $0 + 1 } }
+            out.append(ReportFrame(address: UInt64(a),
+                                   info: SymbolInfo(module: f.module, moduleOffset: f.moduleOffset.map(UInt64.init),
+                                                    buildID: f.buildID, symbol: f.symbol),
+                                   sampleCount: 1))
+        }
+        return out
     }
 
     static func numaFacts(stalledThread: ThreadInfo?) -> NUMAFacts {

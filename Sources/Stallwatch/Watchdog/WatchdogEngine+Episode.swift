@@ -278,7 +278,8 @@ extension WatchdogEngine {
     private func finish(_ m: LoopMonitor, _ episode: StallEpisode, duration: Duration) {
         guard let report = episode.report else { return }
         emit(.stallEnded(loop: m.source.name, thread: report.thread.map { ThreadID(rawValue: $0.id) }, duration: duration))
-        logger.info("stall ended", metadata: ["loop": "\(m.source.name)", "duration": "\(duration)", "id": "\(report.id)"])
+        // Strings passed as they are (an interpolation would copy them): same output.
+        logger.info("stall ended", metadata: ["loop": .string(m.source.name), "duration": "\(duration)", "id": .string(report.id)])
         let final = builder.updated(report, start: episode.start, duration: duration, final: true, samples: m.samples,
                                     cause: cause(of: m))
         writer?.submit(final)
@@ -308,9 +309,10 @@ extension WatchdogEngine {
         writer?.submit(report)
         let top = report.blamedStack.isEmpty ? "?" : report.blamedSummary(frames: 1)
         if report.kind == .stall {
+            // Strings passed as they are (an interpolation would copy them): same output.
             logger.warning("stall", metadata: [
-                "loop": "\(report.loopName ?? "?")", "cause": "\(report.cause?.kind.rawValue ?? "?")",
-                "duration": "\(report.duration)", "blamed": "\(top)", "id": "\(report.id)",
+                "loop": .string(report.loopName ?? "?"), "cause": .string(report.cause?.kind.rawValue ?? "?"),
+                "duration": "\(report.duration)", "blamed": .string(top), "id": .string(report.id),
             ])
             emit(.stall(report))
         } else {
