@@ -70,21 +70,35 @@ struct ReportBuilder {
     /// waits meanwhile; threads past it are listed with their state and no stack.
     func otherThreads(except excluded: Set<ThreadID>, threads: [ThreadID], maySignal: Bool = true,
                       deadline: MonotonicInstant) -> [ThreadStack] {
-        threads.filter { !excluded.contains($0) }.compactMap { tid in
-            guard let info = try? ThreadInfo.read(tid) else { return nil }
-            let left = deadline - MonotonicClock.now()
-            let stack: CapturedStack?
-            if info.syscall.blockedSyscall != nil || !maySignal {
-                stack = try? sampler.captureBlockedStack(of: tid)
-            } else if left >= .milliseconds(1) {
-                stack = try? sampler.captureStack(of: tid, timeout: min(.milliseconds(20), left))
-            } else {
-                stack = nil
-            }
-            let frames = stack.map(reportFrames) ?? []
-            return ThreadStack(thread: identity(tid, info: info), state: String(info.state.procLetter),
-                               syscall: info.syscall.blockedSyscall?.number, frames: frames)
+        // One list, sized once (no filtered copy of the thread list first).
+        var stacks: [ThreadStack] = []
+        stacks.reserveCapacity(threads.count)
+        for tid in threads where !excluded.contains(tid) {
+            if let stack = otherThread(tid, maySignal: maySignal, deadline: deadline) { stacks.append(stack) }
         }
+        return stacks
+    }
+
+    /// One other thread's state and stack (see ``otherThreads(except:threads:maySignal:deadline:)``).
+    private func otherThread(_ tid: ThreadID, maySignal: Bool, deadline: MonotonicInstant) -> ThreadStack? {
+        guard let info = try? ThreadInfo.read(tid) else { return nil }
+        let left = deadline - MonotonicClock.now()
+        var stack: CapturedStack?
+        if info.syscall.blockedSyscall != nil || !maySignal {
+            stack = try? sampler.captureBlockedStack(of: tid, reusing: scratch.takeCapturedFrames())
+        } else if left >= .milliseconds(1) {
+            stack = try? sampler.captureStack(of: tid, timeout: min(.milliseconds(20), left))
+        } else {
+            stack = nil
+        }
+        let frames = stack.map(reportFrames) ?? []
+        // The raw frames are not kept in the report: their storage serves the next thread.
+        if var kept = stack {
+            stack = nil
+            scratch.giveBack(&kept)
+        }
+        return ThreadStack(thread: identity(tid, info: info), state: String(info.state.procLetter),
+                           syscall: info.syscall.blockedSyscall?.number, frames: frames)
     }
 
     /// A stack's frames as a report lists them (one array: no intermediate list of symbolized

@@ -10,6 +10,20 @@ final class StackScratch {
     var keys: [FrameKey] = []
     /// A dominant path, root first.
     var path: [FrameKey] = []
+    /// Frame storage for stacks captured only to be written into a report (other threads').
+    var capturedFrames: [UInt] = []
+
+    /// ``capturedFrames``, taken out (its next user hands it back with ``giveBack(_:)``).
+    func takeCapturedFrames() -> [UInt] {
+        var frames: [UInt] = []
+        swap(&frames, &capturedFrames)
+        return frames
+    }
+
+    /// Keeps a stack's frame storage for the next capture.
+    func giveBack(_ stack: inout CapturedStack) {
+        swap(&capturedFrames, &stack.frames)
+    }
 
     init() {
         keys.reserveCapacity(256)

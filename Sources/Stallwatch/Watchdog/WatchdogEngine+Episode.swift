@@ -116,7 +116,11 @@ extension WatchdogEngine {
             }
             if count > 0 { metrics?.recordSamples(count: count, handlerTime: handlerTime) }
         }
-        if let blocked = try? sampler.captureBlockedStack(of: thread) { add([blocked], to: m) }
+        // Asked every round, mostly of a running thread (no stack): no storage is handed over for it.
+        if let blocked = try? sampler.captureBlockedStack(of: thread) {
+            metrics?.recordSamples(count: 1, handlerTime: blocked.handlerTime)
+            m.append(blocked)
+        }
     }
 
     /// Keeps new samples of a loop's thread, counted in the metrics.

@@ -96,20 +96,25 @@ final class WatchdogEngine {
 
     /// User loops plus one heartbeat loop per pool thread the pool watcher knows.
     private func syncMonitors() {
-        let sources = userSources + (poolWatcher?.probes.map(LoopSource.heartbeat) ?? [])
-        let ids = Set(sources.map(\.identity))
-        for (id, m) in monitors where !ids.contains(id) {
+        // Compared in place, without sets or a joined list: pool threads come and go (they exit
+        // after ~5 s idle), and every change lands here (issue 19).
+        let poolProbes = poolWatcher?.probes ?? []
+        func isPoolProbe(_ id: ObjectIdentifier) -> Bool { poolProbes.contains { ObjectIdentifier($0) == id } }
+        func isWanted(_ id: ObjectIdentifier) -> Bool { userSources.contains { $0.identity == id } || isPoolProbe(id) }
+        for (id, m) in monitors where !isWanted(id) {
             cutShort(m, now: MonotonicClock.now())
             monitors[id] = nil
         }
-        let poolIDs = Set(poolWatcher?.probes.map { ObjectIdentifier($0) } ?? [])
-        for s in sources where monitors[s.identity] == nil {
+        func add(_ s: LoopSource) {
+            guard monitors[s.identity] == nil else { return }
             let monitor = LoopMonitor(source: s, configuration: configuration, schedule: schedule)
-            if let poolWatcher, poolIDs.contains(s.identity) {
+            if let poolWatcher, isPoolProbe(s.identity) {
                 monitor.accepts = { [unowned poolWatcher] in poolWatcher.isInJob($0) }
             }
             monitors[s.identity] = monitor
         }
+        for s in userSources { add(s) }
+        for probe in poolProbes { add(.heartbeat(probe)) }
     }
 
     /// Runs one round. Returns when the next round should run.
