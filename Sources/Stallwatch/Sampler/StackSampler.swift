@@ -63,6 +63,8 @@ package final class StackSampler: Sendable {
 
     /// The configuration this sampler was created with.
     package let configuration: Configuration
+    /// Where scans of blocked threads write their stack (see ``BlockedCaptureBuffer``).
+    private let blockedBuffer = BlockedCaptureBuffer()
 
     /// Installs the handler (or reuses the one installed by an earlier sampler with the same signal).
     package init(configuration: Configuration = Configuration()) throws(SamplerError) {
@@ -167,8 +169,7 @@ package final class StackSampler: Sendable {
         }
         guard sc.nr >= 0 else { return nil }
         var storage = storage
-        let result: Result<CapturedStack, SamplerError> = withUnsafeTemporaryAllocation(of: sw_stack_t.self, capacity: 1) { buf in
-            guard let raw = buf.baseAddress else { return .failure(.busy) }
+        let result: Result<CapturedStack, SamplerError> = blockedBuffer.with { raw in
             let rc = sw_capture_blocked(thread.rawValue, &sc, UInt32(configuration.maxFrames), raw)
             if rc != 0 {
                 return .failure(SamplerError.from(code: rc, thread: thread, signal: configuration.signal,

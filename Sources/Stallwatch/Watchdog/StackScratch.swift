@@ -1,3 +1,4 @@
+import CSampler
 import StallwatchPolicy
 
 /// Storage the watchdog reuses to turn samples into call trees and signatures, every round one has
@@ -28,5 +29,8 @@ final class StackScratch {
     init() {
         keys.reserveCapacity(256)
         path.reserveCapacity(256)
+        // Room for the deepest walk: other threads' stacks differ in depth, and a smaller buffer
+        // would be reallocated by the first deeper one.
+        capturedFrames.reserveCapacity(Int(SW_MAX_FRAMES))
     }
 }
