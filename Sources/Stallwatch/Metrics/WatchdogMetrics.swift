@@ -38,8 +38,8 @@ public final class WatchdogMetrics: Sendable {
     private let state = Mutex<State>(State())
 
     private struct State {
-        var counters: [String: Counter] = [:]
-        var timers: [String: CoreMetrics.Timer] = [:]
+        var counters: [MetricKey: Counter] = [:]
+        var timers: [MetricKey: CoreMetrics.Timer] = [:]
         var causeOfStall: [String: String] = [:]   // loop -> cause of its stall in progress
         var samplerCPU: FloatingPointCounter?
         var watchdogCPU: FloatingPointCounter?
@@ -86,8 +86,26 @@ public final class WatchdogMetrics: Sendable {
         return ([suffix] + dimensions.flatMap { [$0.0, $0.1] }).joined(separator: "\u{0}")
     }
 
+    /// A metric's identity with up to two labels held as they are: looking one up joins no
+    /// strings (a stall's start and end each record one, issue 19).
+    private struct MetricKey: Hashable {
+        var suffix: String
+        var label0 = "", value0 = "", label1 = "", value1 = ""
+
+        init(_ suffix: String, _ dimensions: [(String, String)]) {
+            guard dimensions.count <= 2 else {
+                // More labels than this type holds: the joined form (no metric has more today).
+                self.suffix = WatchdogMetrics.key(suffix, dimensions)
+                return
+            }
+            self.suffix = suffix
+            if let d = dimensions.first { (label0, value0) = d }
+            if dimensions.count == 2 { (label1, value1) = dimensions[1] }
+        }
+    }
+
     private func counter(_ suffix: String, _ dimensions: [(String, String)], in s: inout State) -> Counter {
-        let key = Self.key(suffix, dimensions)
+        let key = MetricKey(suffix, dimensions)
         if let c = s.counters[key] { return c }
         let c = Counter(label: name(suffix), dimensions: dimensions, factory: resolvedFactory)
         s.counters[key] = c
@@ -95,7 +113,7 @@ public final class WatchdogMetrics: Sendable {
     }
 
     private func timer(_ suffix: String, _ dimensions: [(String, String)], in s: inout State) -> CoreMetrics.Timer {
-        let key = Self.key(suffix, dimensions)
+        let key = MetricKey(suffix, dimensions)
         if let t = s.timers[key] { return t }
         let t = CoreMetrics.Timer(label: name(suffix), dimensions: dimensions, factory: resolvedFactory)
         s.timers[key] = t

@@ -50,9 +50,18 @@ package struct CapturedStack: Sendable, Hashable, Codable {
     }
 
     init(_ raw: UnsafePointer<sw_stack_t>) {
+        self.init(raw, reusing: [])
+    }
+
+    /// A stack from the C layer whose frames are written into `storage` (emptied first): storage
+    /// kept from an older sample makes the copy allocation-free (issue 19).
+    init(_ raw: UnsafePointer<sw_stack_t>, reusing storage: consuming [UInt]) {
         let count = Int(min(raw.pointee.count, UInt32(SW_MAX_FRAMES)))
-        let frames = withUnsafeBytes(of: raw.pointee.frames) { bytes in
-            Array(bytes.bindMemory(to: UInt64.self).prefix(count).map { UInt($0) })
+        var frames = storage
+        frames.removeAll(keepingCapacity: true)
+        frames.reserveCapacity(count)
+        withUnsafeBytes(of: raw.pointee.frames) { bytes in
+            for address in bytes.bindMemory(to: UInt64.self).prefix(count) { frames.append(UInt(address)) }
         }
         self.init(
             thread: ThreadID(rawValue: raw.pointee.tid),
@@ -72,7 +81,9 @@ package struct CapturedStack: Sendable, Hashable, Codable {
     }
 
     /// Samples whose walk ended early, counted by why; `nil` when every walk reached its root.
-    static func earlyEnds(of stacks: [CapturedStack]) -> [String: Int]? {
+    static func earlyEnds(of stacks: some Collection<CapturedStack>) -> [String: Int]? {
+        // Most stalls have none: no dictionary then.
+        guard stacks.contains(where: { !$0.isWhole }) else { return nil }
         var ends: [String: Int] = [:]
         for s in stacks where !s.isWhole { ends[(s.walkEnd ?? .badLink).name, default: 0] += 1 }
         return ends.isEmpty ? nil : ends
@@ -86,8 +97,11 @@ package struct CapturedStack: Sendable, Hashable, Codable {
     /// Where a CPU-bound loop's PC lands (in the loop, or in a frameless helper it calls, whose
     /// caller is then recovered, or not) changes from sample to sample; the frames from the first
     /// frame record outwards do not, so one stall is not taken for two.
-    var identityFrames: [UInt] {
-        guard frames.count > 1 else { return frames }
-        return Array(frames.dropFirst(leafCallerRecovered && frames.count > 2 ? 2 : 1))
+    var identityFrames: [UInt] { Array(identityFrameSlice) }
+
+    /// ``identityFrames`` without a copy.
+    var identityFrameSlice: ArraySlice<UInt> {
+        guard frames.count > 1 else { return frames[...] }
+        return frames.dropFirst(leafCallerRecovered && frames.count > 2 ? 2 : 1)
     }
 }

@@ -32,7 +32,24 @@ package final class SamplingRing: Sendable {
     private let ring: Int32
     /// The C ring's index (for tests that drive the C layer directly).
     var index: Int32 { ring }
-    private let state = Mutex<(nextSequence: UInt64, stopped: Bool, lost: Int)>((0, false, 0))
+    private let state: Mutex<State>
+
+    /// What the lock guards: the read position, and the buffer drains copy the C ring into
+    /// (allocated once per ring, not per drain: issue 19).
+    private struct State: ~Copyable {
+        var nextSequence: UInt64 = 0
+        var stopped = false
+        var lost = 0
+        let buffer: UnsafeMutablePointer<sw_stack_t>
+        let bufferCapacity: Int
+
+        init(bufferCapacity: Int) {
+            self.bufferCapacity = bufferCapacity
+            buffer = .allocate(capacity: bufferCapacity)
+        }
+
+        deinit { buffer.deallocate() }
+    }
 
     /// Starts sampling `thread` every `interval`. The sampler's handler must be installed: pass the
     /// ``StackSampler`` you created. With ``StackSampler/Configuration/signalFreeSampling`` set, the
@@ -66,6 +83,7 @@ package final class SamplingRing: Sendable {
                                             UInt32(capacity), perfStackBytes)
                 if rc >= 0 {
                     self.ring = rc
+                    self.state = Mutex(State(bufferCapacity: capacity * 2))
                     self.thread = thread
                     self.interval = interval
                     self.capacity = capacity
@@ -86,6 +104,7 @@ package final class SamplingRing: Sendable {
                                         + (refusal.map { " (perf events refused: \($0))" } ?? ""))
         }
         self.ring = rc
+        self.state = Mutex(State(bufferCapacity: capacity))
         self.thread = thread
         self.interval = interval
         self.capacity = capacity
@@ -108,26 +127,32 @@ package final class SamplingRing: Sendable {
 
     /// Takes the samples recorded since the last drain, oldest first.
     package func drain() -> [CapturedStack] {
-        state.withLock { st -> [CapturedStack] in
-            let max = driver == .perfEvent ? capacity * 2 : capacity
-            let buf = UnsafeMutablePointer<sw_stack_t>.allocate(capacity: max)
-            defer { buf.deallocate() }
+        var stacks: [CapturedStack] = []
+        drain { stacks.append(CapturedStack($0)) }
+        return stacks
+    }
+
+    /// Hands each sample recorded since the last drain to `visit`, oldest first, as the C layer
+    /// wrote it (valid only during the call), under the ring's lock: nothing is allocated here.
+    package func drain(_ visit: (UnsafePointer<sw_stack_t>) -> Void) {
+        state.withLock { st in
+            let max = st.bufferCapacity
+            let buf = st.buffer
             var count: UInt32 = 0
             if driver == .perfEvent {
                 // The kernel's ring may hold more than one buffer's worth: read until it is empty.
-                var stacks: [CapturedStack] = []
                 repeat {
                     let lost = sw_perf_ring_read(ring, buf, UInt32(max), &count)
                     if lost > 0 { st.lost += Int(lost) }
-                    stacks += (0..<Int(count)).map { CapturedStack(buf + $0) }
+                    for i in 0..<Int(count) { visit(buf + i) }
                 } while count == UInt32(max)
-                return stacks
+                return
             }
             var next = st.nextSequence
             let lost = sw_ring_read(ring, &next, buf, UInt32(max), &count)
             st.nextSequence = next
             if lost > 0 { st.lost += Int(lost) }
-            return (0..<Int(count)).map { CapturedStack(buf + $0) }
+            for i in 0..<Int(count) { visit(buf + i) }
         }
     }
 

@@ -63,6 +63,8 @@ package final class StackSampler: Sendable {
 
     /// The configuration this sampler was created with.
     package let configuration: Configuration
+    /// Where scans of blocked threads write their stack (see ``BlockedCaptureBuffer``).
+    private let blockedBuffer = BlockedCaptureBuffer()
 
     /// Installs the handler (or reuses the one installed by an earlier sampler with the same signal).
     package init(configuration: Configuration = Configuration()) throws(SamplerError) {
@@ -145,11 +147,17 @@ package final class StackSampler: Sendable {
     /// Recovers the stack of a thread blocked in a system call without signalling it.
     /// Throws ``SamplerError/notBlocked(_:)`` when the thread is running or runnable.
     package func captureBlockedStack(of thread: ThreadID) throws(SamplerError) -> CapturedStack {
-        guard let stack = try blockedStackIfBlocked(thread) else { throw .notBlocked(thread) }
+        try captureBlockedStack(of: thread, reusing: [])
+    }
+
+    /// The same, its frames written into `storage` (emptied first): the watchdog hands back an
+    /// older stack's storage, so a capture it makes every round copies without allocating.
+    package func captureBlockedStack(of thread: ThreadID, reusing storage: consuming [UInt]) throws(SamplerError) -> CapturedStack {
+        guard let stack = try blockedStackIfBlocked(thread, reusing: storage) else { throw .notBlocked(thread) }
         return stack
     }
 
-    private func blockedStackIfBlocked(_ thread: ThreadID) throws(SamplerError) -> CapturedStack? {
+    private func blockedStackIfBlocked(_ thread: ThreadID, reusing storage: consuming [UInt] = []) throws(SamplerError) -> CapturedStack? {
         // The kernel reports the caller as "in" the read of its own syscall file: it is not blocked.
         guard thread != .current else { return nil }
         var sc = sw_thread_syscall_t()
@@ -160,14 +168,16 @@ package final class StackSampler: Sendable {
                                     timeout: .zero, operation: "reading /proc/self/task/\(thread.rawValue)/syscall")
         }
         guard sc.nr >= 0 else { return nil }
-        let result: Result<CapturedStack, SamplerError> = withUnsafeTemporaryAllocation(of: sw_stack_t.self, capacity: 1) { buf in
-            guard let raw = buf.baseAddress else { return .failure(.busy) }
+        var storage = storage
+        let result: Result<CapturedStack, SamplerError> = blockedBuffer.with { raw in
             let rc = sw_capture_blocked(thread.rawValue, &sc, UInt32(configuration.maxFrames), raw)
             if rc != 0 {
                 return .failure(SamplerError.from(code: rc, thread: thread, signal: configuration.signal,
                                                   timeout: .zero, operation: "scanning the stack of \(thread)"))
             }
-            return .success(CapturedStack(raw))
+            var frames: [UInt] = []
+            swap(&frames, &storage)
+            return .success(CapturedStack(raw, reusing: frames))
         }
         return try result.get()
     }

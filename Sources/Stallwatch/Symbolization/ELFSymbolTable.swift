@@ -102,6 +102,12 @@ package final class ELFSymbolTable: Sendable {
     /// The function containing `address` (a value in the file's own address space):
     /// its name and start.
     func lookup(fileAddress address: UInt64) -> (name: String, start: UInt64)? {
+        function(fileAddress: address).map { (name(at: $0.nameOffset), $0.start) }
+    }
+
+    /// The same, with the name's offset in the string table instead of the name: nothing is
+    /// allocated (see ``name(at:)``).
+    func function(fileAddress address: UInt64) -> (nameOffset: Int, start: UInt64)? {
         guard let entry = index.entry(atOrBelow: address) else { return nil }
         markTouched()
         let r = Reader(f: image)
@@ -109,7 +115,7 @@ package final class ELFSymbolTable: Sendable {
               let value = r.u64(o + 8), let size = r.u64(o + 16), value <= address else { return nil }
         // A sized symbol must contain the address; an unsized one is trusted only nearby.
         if size > 0 ? address - value >= size : address - value > 4096 { return nil }
-        return (name(at: Int(nameOffset)), value)
+        return (Int(nameOffset), value)
     }
 
     /// How many functions the index holds (one per address).
@@ -134,7 +140,8 @@ package final class ELFSymbolTable: Sendable {
         if isMapped, !touched.load(ordering: .relaxed) { touched.store(true, ordering: .relaxed) }
     }
 
-    private func name(at offset: Int) -> String {
+    /// The symbol name at `offset` in the string table (without a version suffix).
+    func name(at offset: Int) -> String {
         guard offset >= 0, offset < stringsCount, let base = image.baseAddress else { return "" }
         let p = base.advanced(by: stringsOffset + offset).assumingMemoryBound(to: CChar.self)
         var len = strnlen(p, stringsCount - offset)

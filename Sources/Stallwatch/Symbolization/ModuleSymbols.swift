@@ -39,10 +39,15 @@ package final class ModuleSymbols: Sendable {
     /// The function containing `address` (in the file's own address space), from the fullest
     /// table that knows one.
     package func lookup(fileAddress address: UInt64) -> (name: String, start: UInt64)? {
+        function(fileAddress: address).map { ($0.table.name(at: $0.nameOffset), $0.start) }
+    }
+
+    /// The same without reading the name: the table that has it and where (nothing allocated).
+    func function(fileAddress address: UInt64) -> (table: ELFSymbolTable, nameOffset: Int, start: UInt64)? {
         for table in extra {
-            if let hit = table.lookup(fileAddress: address) { return hit }
+            if let hit = table.function(fileAddress: address) { return (table, hit.nameOffset, hit.start) }
         }
-        return primary.lookup(fileAddress: address)
+        return primary.function(fileAddress: address).map { (primary, $0.nameOffset, $0.start) }
     }
 
     /// Hands back the mapped files' pages that lookups read since the last call (see

@@ -14,6 +14,11 @@ package final class Symbolizer: Sendable {
     package static let shared = Symbolizer()
 
     private let cache = Mutex<[UInt: SymbolizedFrame]>([:])
+    /// Names already read and demangled, by function: a new address in a known function (the PC
+    /// of a CPU-bound loop moves) reuses them instead of reading and demangling again (issue 19).
+    private let functionNames = Mutex<[FunctionKey: FunctionName]>([:])
+    /// Module paths by load base, so that a new address in a known module copies no path.
+    private let modulePaths = Mutex<[UInt: String]>([:])
     private let tables = Mutex<[String: ModuleSymbols]>([:])
     /// Modules whose symbols could not be read, and when: tried again later — the
     /// cause may pass (no file descriptor free, a file being replaced), and a failure remembered
@@ -44,6 +49,13 @@ package final class Symbolizer: Sendable {
             c[address] = frame
         }
         return frame
+    }
+
+    /// The start of the function holding `address` (``SymbolizedFrame/functionAddress``): from the
+    /// cache when the address was resolved before, copying no names.
+    package func functionAddress(_ address: UInt) -> UInt? {
+        if let hit = cache.withLock({ $0[address].map(\.functionAddress) }) { return hit }
+        return symbolize(address).functionAddress
     }
 
     /// Resolves every frame of a stack. Return addresses (all frames but the first) are looked up at
@@ -100,14 +112,15 @@ package final class Symbolizer: Sendable {
         var info = sw_symbol_info_t()
         var frame = SymbolizedFrame(address: address)
         guard sw_symbol_lookup(UInt64(address), &info) != 0 else { return (frame, true) }
-        if let name = info.module_path { frame.module = String(cString: name) }
+        if let name = info.module_path { frame.module = modulePath(name, base: UInt(info.module_base)) }
         if info.module_base != 0 { frame.moduleOffset = address &- UInt(info.module_base) }
         if let sname = info.symbol, info.symbol_address != 0 {
-            let mangled = String(cString: sname)
-            frame.mangledSymbol = mangled
-            frame.symbol = Demangler.demangle(mangled)
-            frame.functionAddress = UInt(info.symbol_address)
-            frame.symbolOffset = address &- UInt(info.symbol_address)
+            let start = UInt(info.symbol_address)
+            let names = functionName(FunctionKey(start: start, fromTable: false), module: frame.module) { String(cString: sname) }
+            frame.mangledSymbol = names.mangled
+            frame.symbol = names.symbol
+            frame.functionAddress = start
+            frame.symbolOffset = address &- start
         }
         // dladdr names only exported symbols; the static table also names internal functions.
         if let path = frame.module, info.module_base != 0 {
@@ -115,17 +128,53 @@ package final class Symbolizer: Sendable {
             frame.buildID = table.primary.buildID
             let bias = table.primary.isRelocatable ? UInt64(info.module_base) &- table.primary.lowestLoadAddress : 0
             let fileAddress = UInt64(address) &- bias
-            if let hit = table.lookup(fileAddress: fileAddress) {
+            if let hit = table.function(fileAddress: fileAddress) {
                 let start = UInt(hit.start &+ bias)
                 if frame.functionAddress == nil || start >= (frame.functionAddress ?? 0) {
-                    frame.mangledSymbol = hit.name
-                    frame.symbol = Demangler.demangle(hit.name)
+                    let names = functionName(FunctionKey(start: start, fromTable: true), module: path) {
+                        hit.table.name(at: hit.nameOffset)
+                    }
+                    frame.mangledSymbol = names.mangled
+                    frame.symbol = names.symbol
                     frame.functionAddress = start
                     frame.symbolOffset = address &- start
                 }
             }
         }
         return (frame, true)
+    }
+
+    /// A function's names as one source (the dynamic symbols, or the module's tables) gives them.
+    private struct FunctionKey: Hashable {
+        var start: UInt
+        var fromTable: Bool
+    }
+
+    private struct FunctionName {
+        var module: String?
+        var mangled: String
+        var symbol: String
+    }
+
+    /// The names of the function at `key`, read by `mangled` and demangled only the first time.
+    /// A module loaded since at the same address (another path) is read again.
+    private func functionName(_ key: FunctionKey, module: String?, mangled: () -> String) -> FunctionName {
+        if let known = functionNames.withLock({ $0[key] }), known.module == module { return known }
+        let name = mangled()
+        let made = FunctionName(module: module, mangled: name, symbol: Demangler.demangle(name))
+        functionNames.withLock { names in
+            if names.count > 100_000 { names.removeAll(keepingCapacity: true) }
+            names[key] = made
+        }
+        return made
+    }
+
+    /// The path of the module loaded at `base`, copied only when it is new there.
+    private func modulePath(_ path: UnsafePointer<CChar>, base: UInt) -> String {
+        if let known = modulePaths.withLock({ $0[base] }), known.withCString({ strcmp($0, path) == 0 }) { return known }
+        let made = String(cString: path)
+        modulePaths.withLock { $0[base] = made }
+        return made
     }
 
     private func table(for path: String) -> ModuleSymbols? {

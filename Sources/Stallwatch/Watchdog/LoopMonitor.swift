@@ -75,10 +75,41 @@ final class LoopMonitor {
     var signatureAt: Int?
 
     func append(_ new: [CapturedStack]) {
-        let new = accepts.map { new.filter($0) } ?? new
-        samplesAdded += new.count
-        samples.append(contentsOf: new)
-        if samples.count > Self.maxSamples { samples.removeFirst(samples.count - Self.maxSamples) }
+        for stack in new { append(stack) }
+    }
+
+    /// Keeps one new sample, if the loop's work accepts it; a sample pushed out or refused hands
+    /// its frame storage back for the next (see ``takeFrameStorage()``).
+    func append(_ stack: CapturedStack) {
+        var stack = stack
+        if let accepts, !accepts(stack) {
+            recycleFrames(of: &stack)
+            return
+        }
+        samplesAdded += 1
+        if samples.count >= Self.maxSamples {
+            recycleFrames(of: &samples[0])
+            samples.removeFirst()
+        }
+        samples.append(stack)
+    }
+
+    /// Frame storage of samples no longer kept, for new ones: once a loop's stalls have been
+    /// sampled, copying a drained sample allocates nothing (issue 19).
+    private var spareFrames: [[UInt]] = []
+
+    /// Storage for one new sample's frames: a forgotten sample's, or a new empty array.
+    func takeFrameStorage() -> [UInt] {
+        spareFrames.popLast() ?? []
+    }
+
+    private func recycleFrames(of stack: inout CapturedStack) {
+        guard spareFrames.count < Self.maxSamples else { return }
+        if spareFrames.capacity == 0 { spareFrames.reserveCapacity(Self.maxSamples) }
+        // Swapped out, so that the spare array is the storage's only owner.
+        var frames: [UInt] = []
+        swap(&frames, &stack.frames)
+        spareFrames.append(frames)
     }
 
     /// The newest `capacity` samples: matrix's ring of one period, which identifies the stall.
@@ -94,6 +125,7 @@ final class LoopMonitor {
     /// Forgets the busy period's samples and evidence (the detector forgets the stall itself).
     func forgetBusyPeriod(keepRing: Bool) {
         if !keepRing { stopSampling() }
+        for i in samples.indices { recycleFrames(of: &samples[i]) }
         samples.removeAll(keepingCapacity: true)
         baseline = nil
         taskFiles = nil

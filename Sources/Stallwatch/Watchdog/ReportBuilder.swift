@@ -10,6 +10,8 @@ struct ReportBuilder {
     let configuration: WatchdogConfiguration
     let symbolizer: Symbolizer
     let sampler: StackSampler
+    /// Reused trees and key buffers (the watchdog thread's only).
+    let scratch = StackScratch()
 
     /// Function identity of every frame, so stacks compare by function, not by exact PC.
     func stackSample(_ stack: CapturedStack) -> StackSample {
@@ -26,6 +28,29 @@ struct ReportBuilder {
         identity.frames = stack.identityFrames
         identity.leafCallerRecovered = false
         return stackSample(identity)
+    }
+
+    /// ``stackSample(_:)``'s keys (`identity`: ``identitySample(_:)``'s) into `keys`, reading only
+    /// the symbolizer's cache once a function is known: nothing is allocated for a known stack.
+    func functionKeys(of stack: CapturedStack, identity: Bool, into keys: inout [FrameKey]) {
+        keys.removeAll(keepingCapacity: true)
+        let frames = identity ? stack.identityFrameSlice : stack.frames[...]
+        // As `Symbolizer.symbolize(_:)`: return addresses (all but the first) are looked up inside the call.
+        for (i, a) in frames.prefix(configuration.maxFrames).enumerated() {
+            let start = symbolizer.functionAddress(i == 0 || a == 0 ? a : a - 1)
+            keys.append(FrameKey(pc: UInt64(a), functionStart: start.map(UInt64.init)))
+        }
+    }
+
+    /// The call tree of `samples` into `scratch.tree` (emptied first), by ``stackSample(_:)``'s
+    /// keys, or ``identitySample(_:)``'s with `identity`.
+    func buildTree(of samples: some Collection<CapturedStack>, identity: Bool = false) {
+        scratch.tree.removeAll()
+        for (index, stack) in samples.enumerated() {
+            functionKeys(of: stack, identity: identity, into: &scratch.keys)
+            scratch.tree.add(leafFirst: scratch.keys, index: index)
+        }
+        symbolizer.releaseMappedPages()
     }
 
     func describe(_ key: FrameKey) -> SymbolInfo {
@@ -45,28 +70,52 @@ struct ReportBuilder {
     /// waits meanwhile; threads past it are listed with their state and no stack.
     func otherThreads(except excluded: Set<ThreadID>, threads: [ThreadID], maySignal: Bool = true,
                       deadline: MonotonicInstant) -> [ThreadStack] {
-        threads.filter { !excluded.contains($0) }.compactMap { tid in
-            guard let info = try? ThreadInfo.read(tid) else { return nil }
-            let left = deadline - MonotonicClock.now()
-            let stack: CapturedStack?
-            if info.syscall.blockedSyscall != nil || !maySignal {
-                stack = try? sampler.captureBlockedStack(of: tid)
-            } else if left >= .milliseconds(1) {
-                stack = try? sampler.captureStack(of: tid, timeout: min(.milliseconds(20), left))
-            } else {
-                stack = nil
-            }
-            let frames = stack.map { s in
-                symbolizer.symbolize(s).map { f in
-                    ReportFrame(address: UInt64(f.address),
-                                info: SymbolInfo(module: f.module, moduleOffset: f.moduleOffset.map(UInt64.init),
-                                                 buildID: f.buildID, symbol: f.symbol),
-                                sampleCount: 1)
-                }
-            } ?? []
-            return ThreadStack(thread: identity(tid, info: info), state: String(info.state.procLetter),
-                               syscall: info.syscall.blockedSyscall?.number, frames: frames)
+        // One list, sized once (no filtered copy of the thread list first).
+        var stacks: [ThreadStack] = []
+        stacks.reserveCapacity(threads.count)
+        for tid in threads where !excluded.contains(tid) {
+            if let stack = otherThread(tid, maySignal: maySignal, deadline: deadline) { stacks.append(stack) }
         }
+        return stacks
+    }
+
+    /// One other thread's state and stack (see ``otherThreads(except:threads:maySignal:deadline:)``).
+    private func otherThread(_ tid: ThreadID, maySignal: Bool, deadline: MonotonicInstant) -> ThreadStack? {
+        guard let info = try? ThreadInfo.read(tid) else { return nil }
+        let left = deadline - MonotonicClock.now()
+        var stack: CapturedStack?
+        if info.syscall.blockedSyscall != nil || !maySignal {
+            stack = try? sampler.captureBlockedStack(of: tid, reusing: scratch.takeCapturedFrames())
+        } else if left >= .milliseconds(1) {
+            stack = try? sampler.captureStack(of: tid, timeout: min(.milliseconds(20), left))
+        } else {
+            stack = nil
+        }
+        let frames = stack.map(reportFrames) ?? []
+        // The raw frames are not kept in the report: their storage serves the next thread.
+        if var kept = stack {
+            stack = nil
+            scratch.giveBack(&kept)
+        }
+        return ThreadStack(thread: identity(tid, info: info), state: String(info.state.procLetter),
+                           syscall: info.syscall.blockedSyscall?.number, frames: frames)
+    }
+
+    /// A stack's frames as a report lists them (one array: no intermediate list of symbolized
+    /// frames). Return addresses are looked up inside the call, as ``Symbolizer/symbolize(_:)`` does.
+    private func reportFrames(_ stack: CapturedStack) -> [ReportFrame] {
+        defer { symbolizer.releaseMappedPages() }
+        var out: [ReportFrame] = []
+        out.reserveCapacity(stack.frames.count)
+        for (i, a) in stack.frames.enumerated() {
+            var f = symbolizer.symbolize(i == 0 || a == 0 ? a : a - 1)
+            if i > 0 && a != 0 { f.moduleOffset = f.moduleOffset.map { $0 + 1 } }
+            out.append(ReportFrame(address: UInt64(a),
+                                   info: SymbolInfo(module: f.module, moduleOffset: f.moduleOffset.map(UInt64.init),
+                                                    buildID: f.buildID, symbol: f.symbol),
+                                   sampleCount: 1))
+        }
+        return out
     }
 
     static func numaFacts(stalledThread: ThreadInfo?) -> NUMAFacts {
@@ -82,12 +131,12 @@ struct ReportBuilder {
 
     /// A stack's call tree, the blamed path and the flattened tree, filled into `report`.
     func fill(_ report: inout StallReport, samples: some Collection<CapturedStack>) {
-        let tree = CallTree(samples: samples.map(stackSample))
-        report.sampleCount = tree.sampleCount
-        report.blamedStack = ReportFrame.blamedStack(of: tree, describe: describe)
-        report.callTree = ReportCallTreeNode.flatten(tree, describe: describe)
-        report.truncatedSampleCount = samples.filter { !$0.isWhole }.count
-        report.stackEnds = CapturedStack.earlyEnds(of: Array(samples))
+        buildTree(of: samples)
+        report.sampleCount = scratch.tree.sampleCount
+        report.blamedStack = ReportFrame.blamedStack(of: scratch.tree, describe: describe)
+        report.callTree = ReportCallTreeNode.flatten(&scratch.tree, describe: describe)
+        report.truncatedSampleCount = samples.count { !$0.isWhole }
+        report.stackEnds = CapturedStack.earlyEnds(of: samples)
         // A request once named is kept when a later version cannot name it (its tag forgotten).
         if let attributed = StallAttribution.request(for: samples) { report.request = attributed.request }
     }

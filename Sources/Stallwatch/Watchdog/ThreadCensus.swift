@@ -10,6 +10,8 @@ struct ThreadCensus {
     private var round: MonotonicInstant?
     private var count: Int?
     private var runnable: Int??
+    /// Storage for listing the threads, kept from round to round (no allocation per round).
+    private var tids: [ThreadID] = []
 
     /// Threads of this process (0 when they cannot be listed).
     mutating func threadCount(round now: MonotonicInstant) -> Int {
@@ -24,7 +26,7 @@ struct ThreadCensus {
     mutating func runnableThreads(round now: MonotonicInstant) -> Int? {
         start(now)
         if let runnable { return runnable }
-        let read = Self.readRunnable()
+        let read = readRunnable()
         runnable = .some(read)
         return read
     }
@@ -36,8 +38,8 @@ struct ThreadCensus {
         runnable = nil
     }
 
-    private static func readRunnable() -> Int? {
-        guard let tids = try? ThreadList.current() else { return nil }
+    private mutating func readRunnable() -> Int? {
+        do { try ThreadList.current(into: &tids) } catch { return nil }
         var stat = sw_thread_stat_t()
         return tids.reduce(0) { count, tid in
             sw_thread_stat(tid.rawValue, &stat) == 0 && stat.state == CChar(UInt8(ascii: "R")) ? count + 1 : count

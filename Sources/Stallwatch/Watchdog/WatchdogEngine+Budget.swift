@@ -5,10 +5,12 @@ extension WatchdogEngine {
     /// Once a round: the interval every sampling ring should run at for the loops sampled now
     /// (``SamplingGovernor``); rings that run at another are reprogrammed.
     func governSampling() {
-        let rings = monitors.values.compactMap(\.ring)
-        let wanted = governor.interval(forSampledLoops: rings.count)
+        // Counted in place: this runs every round, and a list of the rings would allocate (issue 19).
+        let ringCount = monitors.values.count { $0.ring != nil }
+        let wanted = governor.interval(forSampledLoops: ringCount)
         metrics?.recordSamplingInterval(wanted.interval)
         guard wanted.interval != sampling.interval else { return }
+        let rings = monitors.values.compactMap(\.ring)
         if wanted.reason == .budget || sampling.reason == .budget {
             logger.notice("sampling interval set by the CPU budget", metadata: [
                 "interval": "\(wanted.interval)", "loops": "\(rings.count)",

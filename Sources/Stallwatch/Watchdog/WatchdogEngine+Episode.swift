@@ -116,8 +116,23 @@ extension WatchdogEngine {
                 }
             }
         }
-        if let ring = m.ring { add(ring.drain(), to: m) }
-        if let blocked = try? sampler.captureBlockedStack(of: thread) { add([blocked], to: m) }
+        if let ring = m.ring {
+            // Each sample is copied straight from the ring into storage a forgotten sample left.
+            var count = 0
+            var handlerTime = Duration.zero
+            ring.drain { raw in
+                let stack = CapturedStack(raw, reusing: m.takeFrameStorage())
+                count += 1
+                handlerTime += stack.handlerTime
+                m.append(stack)
+            }
+            if count > 0 { metrics?.recordSamples(count: count, handlerTime: handlerTime) }
+        }
+        // Asked every round, mostly of a running thread (no stack): no storage is handed over for it.
+        if let blocked = try? sampler.captureBlockedStack(of: thread) {
+            metrics?.recordSamples(count: 1, handlerTime: blocked.handlerTime)
+            m.append(blocked)
+        }
     }
 
     /// Keeps new samples of a loop's thread, counted in the metrics.
@@ -170,10 +185,11 @@ extension WatchdogEngine {
             // A stall already over has nothing left to capture: the thread runs other work now.
             captureFailure = seenLate == nil ? captureOnce(m, thread: thread, stamp: stamp) : "the stall had ended"
         }
-        let tree = CallTree(samples: m.samples.map(builder.stackSample))
+        // A sample counts in a call tree when it has a frame.
+        let sampleCount = m.samples.count { !$0.frames.isEmpty }
         let signature = signature(of: m)
         // No stack at all is no reason for silence: the cause and the duration are evidence.
-        let stackRequired = tree.sampleCount > 0
+        let stackRequired = sampleCount > 0
         // The filter judges an episode, not a round: rounds come every 40 ms, and each call counts
         // a filtered or rate-limited report. A stall cut by the rate cap stays cut; one filtered
         // for its (trivial) stack is judged again only once its stack says more.
@@ -200,7 +216,7 @@ extension WatchdogEngine {
             kind: .unknown, evidence: "the thread's state could not be read while the stall lasted")
         if let seenLate {
             cause.evidence += "; seen only after it ended, \(seenLate) past its threshold: the watchdog ran late"
-        } else if tree.sampleCount == 0 {
+        } else if sampleCount == 0 {
             cause.evidence += "; no stack yet (\(captureFailure ?? "no sample")): the final report holds the samples taken later"
         }
         let facts = roundFacts(now: now)
@@ -246,9 +262,15 @@ extension WatchdogEngine {
     /// are left out: a guess in some samples and not others is not another stall.
     private func signature(of m: LoopMonitor) -> StackSignature {
         let recent = m.recentSamples(configuration.ringCapacity)
-        let identity = StackSignature(dominantPathOf: CallTree(samples: recent.map(builder.identitySample)))
+        let scratch = builder.scratch
+        builder.buildTree(of: recent, identity: true)
+        scratch.tree.dominantPath(into: &scratch.path)
         // A stack too short to leave an identity is still judged (trivial or not) by its frames.
-        return identity.depth > 1 ? identity : StackSignature(dominantPathOf: CallTree(samples: recent.map(builder.stackSample)))
+        if scratch.path.count <= 1 {
+            builder.buildTree(of: recent)
+            scratch.tree.dominantPath(into: &scratch.path)
+        }
+        return StackSignature(rootFirst: scratch.path)
     }
 
     /// One capture of a stalled thread with no sample yet (runnable but not running, or not yet
@@ -279,7 +301,8 @@ extension WatchdogEngine {
     private func finish(_ m: LoopMonitor, _ episode: StallEpisode, duration: Duration) {
         guard let report = episode.report else { return }
         emit(.stallEnded(loop: m.source.name, thread: report.thread.map { ThreadID(rawValue: $0.id) }, duration: duration))
-        logger.info("stall ended", metadata: ["loop": "\(m.source.name)", "duration": "\(duration)", "id": "\(report.id)"])
+        // Strings passed as they are (an interpolation would copy them): same output.
+        logger.info("stall ended", metadata: ["loop": .string(m.source.name), "duration": "\(duration)", "id": .string(report.id)])
         let final = builder.updated(report, start: episode.start, duration: duration, final: true, samples: m.samples,
                                     cause: cause(of: m))
         writer?.submit(final)
@@ -309,9 +332,10 @@ extension WatchdogEngine {
         writer?.submit(report)
         let top = report.blamedStack.isEmpty ? "?" : report.blamedSummary(frames: 1)
         if report.kind == .stall {
+            // Strings passed as they are (an interpolation would copy them): same output.
             logger.warning("stall", metadata: [
-                "loop": "\(report.loopName ?? "?")", "cause": "\(report.cause?.kind.rawValue ?? "?")",
-                "duration": "\(report.duration)", "blamed": "\(top)", "id": "\(report.id)",
+                "loop": .string(report.loopName ?? "?"), "cause": .string(report.cause?.kind.rawValue ?? "?"),
+                "duration": "\(report.duration)", "blamed": .string(top), "id": .string(report.id),
             ])
             emit(.stall(report))
         } else {

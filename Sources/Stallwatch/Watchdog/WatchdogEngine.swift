@@ -102,20 +102,25 @@ final class WatchdogEngine {
 
     /// User loops plus one heartbeat loop per pool thread the pool watcher knows.
     private func syncMonitors() {
-        let sources = userSources + (poolWatcher?.probes.map(LoopSource.heartbeat) ?? [])
-        let ids = Set(sources.map(\.identity))
-        for (id, m) in monitors where !ids.contains(id) {
+        // Compared in place, without sets or a joined list: pool threads come and go (they exit
+        // after ~5 s idle), and every change lands here (issue 19).
+        let poolProbes = poolWatcher?.probes ?? []
+        func isPoolProbe(_ id: ObjectIdentifier) -> Bool { poolProbes.contains { ObjectIdentifier($0) == id } }
+        func isWanted(_ id: ObjectIdentifier) -> Bool { userSources.contains { $0.identity == id } || isPoolProbe(id) }
+        for (id, m) in monitors where !isWanted(id) {
             cutShort(m, now: MonotonicClock.now())
             monitors[id] = nil
         }
-        let poolIDs = Set(poolWatcher?.probes.map { ObjectIdentifier($0) } ?? [])
-        for s in sources where monitors[s.identity] == nil {
+        func add(_ s: LoopSource) {
+            guard monitors[s.identity] == nil else { return }
             let monitor = LoopMonitor(source: s, configuration: configuration, schedule: schedule)
-            if let poolWatcher, poolIDs.contains(s.identity) {
+            if let poolWatcher, isPoolProbe(s.identity) {
                 monitor.accepts = { [unowned poolWatcher] in poolWatcher.isInJob($0) }
             }
             monitors[s.identity] = monitor
         }
+        for s in userSources { add(s) }
+        for probe in poolProbes { add(.heartbeat(probe)) }
     }
 
     /// Hands an event to its consumers, timing them (see ``deliveryTime``).
@@ -165,7 +170,7 @@ final class WatchdogEngine {
             }
             // Wake exactly when a busy loop becomes suspect (to start sampling: the report needs
             // samples from before the threshold) and when it crosses the threshold.
-            for t in m.detector.wakeTimes where t > now && t < next { next = t }
+            m.detector.forEachWakeTime { t in if t > now && t < next { next = t } }
             if m.source.busySince != nil || m.ring != nil || m.inStall { anyActive = true }
             if m.ring != nil {
                 // Drain often enough that the ring never wraps.

@@ -20,10 +20,10 @@ package struct CauseClassifier: Sendable, Equatable {
     /// thousand threads are normal): "too many threads" needs a starved thread and more runnable
     /// threads than cores.
     package func classify(_ e: ThreadEvidence) -> StallCause {
-        let cpu = "CPU \(DurationText.milliseconds(e.cpuTimeDelta)) of \(DurationText.milliseconds(e.wallDelta)) wall (\(DurationText.percent(e.cpuFraction)))"
+        if e.state == "R" { return classifyRunnable(e) }
+        var cpu = ""
+        Self.appendCPU(e, to: &cpu)
         switch e.state {
-        case "R":
-            return classifyRunnable(e, cpu: cpu)
         case "D":
             let call = e.syscall.map { " in \(Self.callName($0))" } ?? ""
             return StallCause(kind: .diskIO, evidence: "state D (uninterruptible wait, usually storage)\(call); \(cpu)", syscall: e.syscall)
@@ -39,18 +39,38 @@ package struct CauseClassifier: Sendable, Equatable {
         return StallCause(kind: .unknown, evidence: "state \(e.state), no syscall known; \(cpu)")
     }
 
-    private func classifyRunnable(_ e: ThreadEvidence, cpu: String) -> StallCause {
-        let queue = e.runQueueWaitDelta.map { "; waited \(DurationText.milliseconds($0)) for a CPU" } ?? ""
-        if e.cpuFraction >= cpuBoundFraction {
-            return StallCause(kind: .cpuBound, evidence: "running; \(cpu)\(queue)")
+    /// `CPU 1950.0 ms of 2000.0 wall (98 %)`, appended to `text`.
+    private static func appendCPU(_ e: ThreadEvidence, to text: inout String) {
+        text += "CPU "
+        text += DurationText.milliseconds(e.cpuTimeDelta)
+        text += " of "
+        text += DurationText.milliseconds(e.wallDelta)
+        text += " wall ("
+        text += DurationText.percent(e.cpuFraction)
+        text += ")"
+    }
+
+    /// A runnable thread's evidence is written into one string with room for it: every stall
+    /// report states it, and pieces joined by interpolation allocate each (issue 19).
+    private func classifyRunnable(_ e: ThreadEvidence) -> StallCause {
+        let cpuBound = e.cpuFraction >= cpuBoundFraction
+        var text = ""
+        text.reserveCapacity(192)
+        text += cpuBound ? "running; " : "runnable but little CPU: "
+        Self.appendCPU(e, to: &text)
+        if let wait = e.runQueueWaitDelta {
+            text += "; waited "
+            text += DurationText.milliseconds(wait)
+            text += " for a CPU"
+        }
+        if cpuBound {
+            return StallCause(kind: .cpuBound, evidence: text)
         }
         if let runnable = e.runnableThreadCount, e.cores > 0, runnable > e.cores {
-            return StallCause(
-                kind: .tooManyThreads,
-                evidence: "runnable but little CPU: \(cpu)\(queue); \(runnable) of the process's \(e.threadCount) threads are runnable on \(e.cores) cores",
-                threadCount: e.threadCount)
+            text += "; \(runnable) of the process's \(e.threadCount) threads are runnable on \(e.cores) cores"
+            return StallCause(kind: .tooManyThreads, evidence: text, threadCount: e.threadCount)
         }
-        return StallCause(kind: .starved, evidence: "runnable but little CPU: \(cpu)\(queue)")
+        return StallCause(kind: .starved, evidence: text)
     }
 
     private func classifySyscall(_ number: Int, _ e: ThreadEvidence, cpu: String) -> StallCause {

@@ -89,9 +89,16 @@ package struct StallDetector: Sendable {
     /// 1 ms past its limit: both are strict), while it is neither yet. The watchdog wakes at them,
     /// so a stall is seen when it crosses the threshold, not up to a period later.
     package var wakeTimes: [MonotonicInstant] {
-        guard let current = tracked, current.episode == nil else { return [] }
-        return [current.measuredFrom + suspicionThreshold + .milliseconds(1),
-                current.measuredFrom + threshold + .milliseconds(1)]
+        var times: [MonotonicInstant] = []
+        forEachWakeTime { times.append($0) }
+        return times
+    }
+
+    /// ``wakeTimes`` one by one, without an array: the watchdog asks every round (issue 19).
+    package func forEachWakeTime(_ body: (MonotonicInstant) -> Void) {
+        guard let current = tracked, current.episode == nil else { return }
+        body(current.measuredFrom + suspicionThreshold + .milliseconds(1))
+        body(current.measuredFrom + threshold + .milliseconds(1))
     }
 
     /// Evaluates one round.

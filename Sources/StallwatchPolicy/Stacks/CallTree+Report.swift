@@ -28,3 +28,37 @@ extension ReportFrame {
         }
     }
 }
+
+// The same from a reusable ``CallTreeStore``: what the watchdog builds its reports with (issue 19).
+extension ReportCallTreeNode {
+    /// ``flatten(_:describe:)`` of the tree `store` holds: the same nodes in the same order.
+    package static func flatten(_ store: inout CallTreeStore, describe: (FrameKey) -> SymbolInfo) -> [ReportCallTreeNode] {
+        var out: [ReportCallTreeNode] = []
+        out.reserveCapacity(store.nodeCount)
+        store.preorder { node, parent in
+            let info = describe(node.frame)
+            out.append(ReportCallTreeNode(parent: parent, address: node.frame.address, symbol: info.symbol,
+                                          module: info.module, count: node.count, selfCount: node.selfCount))
+        }
+        return out
+    }
+}
+
+extension ReportFrame {
+    /// ``blamedStack(of:describe:)`` of the tree `store` holds: leaf first, with per-frame counts.
+    package static func blamedStack(of store: CallTreeStore, describe: (FrameKey) -> SymbolInfo) -> [ReportFrame] {
+        var depth = 0
+        store.forEachOnHeaviestPath { _, _ in
+            depth += 1
+            return true
+        }
+        var out: [ReportFrame] = []
+        out.reserveCapacity(depth)
+        store.forEachOnHeaviestPath { frame, count in
+            out.append(ReportFrame(address: frame.address, info: describe(frame), sampleCount: count))
+            return true
+        }
+        out.reverse()
+        return out
+    }
+}

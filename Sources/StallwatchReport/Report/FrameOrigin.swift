@@ -34,8 +34,22 @@ public struct FrameOrigin: RawRepresentable, Hashable, Sendable, Codable, CaseIt
         guard let module else { return false }
         if module.hasPrefix("linux-vdso") || module.hasPrefix("linux-gate") { return true }
         if systemPrefixes.contains(where: module.hasPrefix) { return true }
-        let file = module.split(separator: "/").last.map(String.init) ?? module
-        return systemLibraries.contains(file) || module.contains("/usr/lib/swift/")
+        // Compared in place: every frame of every report asks (issue 19), and splitting the path or
+        // the standard library's substring search allocate.
+        let utf8 = module.utf8
+        let file = utf8.lastIndex(of: UInt8(ascii: "/")).map { module[utf8.index(after: $0)...] } ?? module[...]
+        return systemLibraries.contains { $0.utf8.elementsEqual(file.utf8) } || contains(module, "/usr/lib/swift/")
+    }
+
+    /// Whether `text` contains `part`, byte for byte, without allocating.
+    private static func contains(_ text: String, _ part: String) -> Bool {
+        let hay = text.utf8
+        var at = hay.startIndex
+        while at != hay.endIndex {
+            if hay[at...].starts(with: part.utf8) { return true }
+            hay.formIndex(after: &at)
+        }
+        return false
     }
 }
 

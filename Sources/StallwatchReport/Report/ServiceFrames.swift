@@ -73,48 +73,53 @@ package enum ServiceFrames {
     /// (a closure's, or a conformance's), past words such as `static` or `generic specialization
     /// <…> of`, up to its first dot. `nil` when none is named (a thunk between function types).
     package static func swiftModule(of symbol: String) -> String? {
-        let characters = Array(symbol)
+        // Walked by index, the word kept as a range: every stall's one-line summary asks this of
+        // its frames, and a copy of the characters or a growing word would allocate (issue 19).
         var depth = 0
-        var start = 0
-        var i = 0
+        var start = symbol.startIndex
+        var previous: Character?
+        var i = symbol.startIndex
         // The owner is after the last " in " outside brackets (a closure's context, a witness's module).
-        while i < characters.count {
-            switch characters[i] {
+        while i < symbol.endIndex {
+            let c = symbol[i]
+            switch c {
             case "(", "<", "[": depth += 1
-            case ">" where i > 0 && characters[i - 1] == "-": break   // an arrow, not a bracket
+            case ">" where previous == "-": break   // an arrow, not a bracket
             case ")", ">", "]": depth = max(0, depth - 1)
-            case " " where depth == 0 && i + 3 < characters.count
-                && characters[i + 1] == "i" && characters[i + 2] == "n" && characters[i + 3] == " ":
-                start = i + 4
+            case " " where depth == 0 && symbol[i...].starts(with: " in "):
+                start = symbol.index(i, offsetBy: 4)
             default: break
             }
-            i += 1
+            previous = c
+            i = symbol.index(after: i)
         }
         // The first identifier followed by a dot, outside brackets, from there.
         depth = 0
-        var word = ""
+        var wordStart: String.Index?
+        previous = start > symbol.startIndex ? symbol[symbol.index(before: start)] : nil
         i = start
-        while i < characters.count {
-            let c = characters[i]
+        while i < symbol.endIndex {
+            let c = symbol[i]
             switch c {
-            case "(", "<", "[": depth += 1; word = ""
-            case ">" where i > 0 && characters[i - 1] == "-": word = ""
-            case ")", ">", "]": depth = max(0, depth - 1); word = ""
+            case "(", "<", "[": depth += 1; wordStart = nil
+            case ">" where previous == "-": wordStart = nil
+            case ")", ">", "]": depth = max(0, depth - 1); wordStart = nil
             case ".":
-                if depth == 0, !word.isEmpty { return word }
-                word = ""
+                if depth == 0, let w = wordStart { return String(symbol[w..<i]) }
+                wordStart = nil
             default:
-                if depth == 0, c == "_" || c.isLetter || (c.isNumber && !word.isEmpty) {
-                    word.append(c)
+                if depth == 0, c == "_" || c.isLetter || (c.isNumber && wordStart != nil) {
+                    if wordStart == nil { wordStart = i }
                 } else {
-                    word = ""
+                    wordStart = nil
                 }
             }
-            i += 1
+            previous = c
+            i = symbol.index(after: i)
         }
         // "… in conformance X : P in Vapor": the text ends with the module's bare name.
-        let rest = String(characters[start...])
-        if start > 0, !rest.isEmpty, rest.allSatisfy({ $0 == "_" || $0.isLetter || $0.isNumber }) { return rest }
+        let rest = symbol[start...]
+        if start > symbol.startIndex, !rest.isEmpty, rest.allSatisfy({ $0 == "_" || $0.isLetter || $0.isNumber }) { return String(rest) }
         return nil
     }
 

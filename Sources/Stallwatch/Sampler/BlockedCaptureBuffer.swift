@@ -1,0 +1,27 @@
+import CSampler
+import Synchronization
+
+/// The one `sw_stack_t` that scans of blocked threads write into, kept for the sampler's life. The
+/// structure is larger than `withUnsafeTemporaryAllocation` keeps on the stack, so a temporary one
+/// went to the heap on every capture (issue 19: the watchdog scans every blocked thread of a report,
+/// and pool threads every round). A scan holds the lock: it reads /proc and this process's own
+/// memory and never waits on another thread.
+final class BlockedCaptureBuffer: Sendable {
+    private struct Slot: ~Copyable {
+        let stack: UnsafeMutablePointer<sw_stack_t>
+
+        init() {
+            stack = .allocate(capacity: 1)
+            stack.initialize(to: sw_stack_t())
+        }
+
+        deinit { stack.deallocate() }
+    }
+
+    private let slot = Mutex(Slot())
+
+    /// Runs `body` with the buffer, alone.
+    func with<R: Sendable>(_ body: (UnsafeMutablePointer<sw_stack_t>) -> R) -> R {
+        slot.withLock { body($0.stack) }
+    }
+}

@@ -1,0 +1,36 @@
+import CSampler
+import StallwatchPolicy
+
+/// Storage the watchdog reuses to turn samples into call trees and signatures, every round one has
+/// new samples and for every report: kept between rounds and stalls, so that steady work allocates
+/// nothing once it has held the largest tree so far (issue 19). Used on the watchdog thread only.
+final class StackScratch {
+    /// The tree being built.
+    var tree = CallTreeStore(capacity: 256)
+    /// One sample's function keys, leaf first.
+    var keys: [FrameKey] = []
+    /// A dominant path, root first.
+    var path: [FrameKey] = []
+    /// Frame storage for stacks captured only to be written into a report (other threads').
+    var capturedFrames: [UInt] = []
+
+    /// ``capturedFrames``, taken out (its next user hands it back with ``giveBack(_:)``).
+    func takeCapturedFrames() -> [UInt] {
+        var frames: [UInt] = []
+        swap(&frames, &capturedFrames)
+        return frames
+    }
+
+    /// Keeps a stack's frame storage for the next capture.
+    func giveBack(_ stack: inout CapturedStack) {
+        swap(&capturedFrames, &stack.frames)
+    }
+
+    init() {
+        keys.reserveCapacity(256)
+        path.reserveCapacity(256)
+        // Room for the deepest walk: other threads' stacks differ in depth, and a smaller buffer
+        // would be reallocated by the first deeper one.
+        capturedFrames.reserveCapacity(Int(SW_MAX_FRAMES))
+    }
+}
