@@ -144,7 +144,7 @@ def sampler_figures(f):
                     "p50 × rate % of a core", "handler µs p50", "system calls / sample", "mallocs"], rows)
     paths = f.get("unwindPaths", [])
     if paths:
-        lines += ["", "Unwind paths (timer ring; handler = its own thread CPU time):", ""]
+        lines += ["", "Unwind paths (timer ring; handler = its wall time around the capture, CLOCK_MONOTONIC: a preemption inside it counts):", ""]
         lines += table(["path", "samples", "handler µs p50 / p99", "frames p50", "whole stacks"],
                        [[p["path"], num(p["samples"]), f"{num(p['handlerP50Microseconds'], 2)} / {num(p['handlerP99Microseconds'], 2)}",
                          num(p["framesMedian"]), percent(p["wholeShare"])] for p in paths])

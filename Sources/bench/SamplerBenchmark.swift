@@ -276,7 +276,7 @@ extension SamplerReport {
         guard !unwindPaths.isEmpty else { return }
         let f = Fmt.f, pad = Fmt.pad
         print("")
-        print("UNWIND PATHS (timer ring, 4 ms on the CPU clock, depth \(depth); first round discarded; handler = its own thread CPU time)")
+        print("UNWIND PATHS (timer ring, 4 ms on the CPU clock, depth \(depth); first round discarded; handler = its wall time, CLOCK_MONOTONIC around the capture: a preemption inside it counts)")
         print(pad("path", 32) + pad("samples", 9) + pad("handler µs p50/p99", 20) + pad("frames p50", 12)
               + pad("table frames p50", 18) + pad("whole stacks", 14) + "caller above frameless code")
         for p in unwindPaths {

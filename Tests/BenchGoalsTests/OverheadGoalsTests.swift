@@ -28,12 +28,20 @@ import Testing
         #expect(v["belowGperftools"]?.pass == true)
         #expect(v["latencyP99VsFloor"]?.pass == true)     // 1.83×
         #expect(v["samplingPathAllocations"]?.pass == true)
-        #expect(v["watchdogPathAllocationsDuringStall"]?.pass == false)
+        #expect(v["watchdogPathAllocationsDuringStall"]?.pass == true)
         #expect(v["watchdogPathAllocationsDuringStall"]?.value == 12)
         #expect(v["handlerP50"]?.pass == true)
         #expect(v["belowGperftoolsGenericFP"]?.pass == true) // 19.4 < 32.9
         #expect(v["handlerSystemCalls"]?.pass == true)
         #expect(v["perfVsTimer"]?.pass == true)
+    }
+
+    @Test func watchdogAllocationsAreJudgedPerStallOfTwoReports() {
+        var f = quietRun()
+        f.watchdogPathAllocationsDuringStall = 100
+        #expect(OverheadGoals.evaluate(f)["watchdogPathAllocationsDuringStall"]?.pass == true)
+        f.watchdogPathAllocationsDuringStall = 101
+        #expect(OverheadGoals.evaluate(f)["watchdogPathAllocationsDuringStall"]?.pass == false)
     }
 
     @Test func comparesWithTheFasterGperftoolsMode() throws {
