@@ -3,12 +3,15 @@
 #include "sw_numa.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <numa.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -111,10 +114,43 @@ int sw_numa_node_of_cpu(int cpu) {
     return cpu_node[cpu];
 }
 
+// The value after `key` in a meminfo text, in kB; -1 when absent.
+static long long meminfo_kb(const char *text, const char *key) {
+    const char *p = strstr(text, key);
+    if (p == NULL) return -1;
+    p += strlen(key);
+    while (*p == ' ') p++;
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    return end == p ? -1 : v;
+}
+
+// A node's MemTotal and MemFree from its sysfs meminfo, read into a stack buffer: libnuma's
+// numa_node_size64 reads the same file through stdio (fopen, getdelim: mallocs on every call),
+// and every stall report asks for every node's free memory on the watchdog thread (issue 19).
+static int node_meminfo(int node, int64_t *size_bytes, int64_t *free_bytes) {
+    char path[64];
+    snprintf(path, sizeof path, "/sys/devices/system/node/node%d/meminfo", node);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    char text[512]; // MemTotal and MemFree are its first two lines
+    ssize_t n = read(fd, text, sizeof text - 1);
+    int e = errno;
+    close(fd);
+    if (n <= 0) return n < 0 ? -e : -EPROTO;
+    text[n] = '\0';
+    long long total = meminfo_kb(text, "MemTotal:"), avail = meminfo_kb(text, "MemFree:");
+    if (total < 0 || avail < 0) return -EPROTO;
+    *size_bytes = (int64_t)total * 1024;
+    *free_bytes = (int64_t)avail * 1024;
+    return 0;
+}
+
 int sw_numa_node_memory(int node, int64_t *size_bytes, int64_t *free_bytes) {
     if (size_bytes == NULL || free_bytes == NULL) return -EINVAL;
     sw_numa_init();
     if (!node_known(node)) return -EINVAL;
+    if (numa_ok && node_meminfo(node, size_bytes, free_bytes) == 0) return 0;
     if (numa_ok) {
         long long free_mem = 0;
         long long size = numa_node_size64(node, &free_mem);

@@ -123,7 +123,10 @@ package final class Symbolizer: Sendable {
             frame.symbolOffset = address &- start
         }
         // dladdr names only exported symbols; the static table also names internal functions.
-        if let path = frame.module, info.module_base != 0 {
+        // Only a file named by an absolute path is read: the vDSO's name ("linux-vdso.so.1") is no
+        // file, and opening it relative to the working directory would read whatever is there; it
+        // was tried again every 5 s (allocating each time), as if it could pass (issue 19).
+        if let path = frame.module, info.module_base != 0, path.utf8.first == UInt8(ascii: "/") {
             guard let table = table(for: path) else { return (frame, false) }
             frame.buildID = table.primary.buildID
             let bias = table.primary.isRelocatable ? UInt64(info.module_base) &- table.primary.lowestLoadAddress : 0

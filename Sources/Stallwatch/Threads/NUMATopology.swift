@@ -18,10 +18,8 @@ package struct NUMATopology: Hashable, Sendable, Codable {
     package static func current() -> NUMATopology {
         let available = sw_numa_init() == 1
         var nodes: [NUMANode] = []
-        let count = Int(sw_numa_node_count())
-        for index in 0..<count {
-            let id = sw_numa_node_id(Int32(index))
-            guard id >= 0 else { continue }
+        nodes.reserveCapacity(layout.count)
+        for (id, cpus) in layout {
             var size: Int64 = 0
             var free: Int64 = 0
             if sw_numa_node_memory(id, &size, &free) != 0 {
@@ -30,10 +28,20 @@ package struct NUMATopology: Hashable, Sendable, Codable {
                 size = 0
                 free = 0
             }
-            nodes.append(NUMANode(id: Int(id), cpus: cpus(ofNode: id), memoryBytes: size, freeBytes: free))
+            nodes.append(NUMANode(id: Int(id), cpus: cpus, memoryBytes: size, freeBytes: free))
         }
         return NUMATopology(isAvailable: available, nodes: nodes)
     }
+
+    /// The nodes and their CPUs, fixed once libnuma is initialised: read once, not for every
+    /// report (each read allocated its lists on the watchdog thread).
+    private static let layout: [(id: Int32, cpus: [Int])] = {
+        sw_numa_init()
+        return (0..<Int(sw_numa_node_count())).compactMap { index in
+            let id = sw_numa_node_id(Int32(index))
+            return id >= 0 ? (id, cpus(ofNode: id)) : nil
+        }
+    }()
 
     /// The node of `cpu`, or nil for a CPU number the machine does not have.
     package static func node(ofCPU cpu: Int) -> Int? {
