@@ -27,6 +27,9 @@ int sw_symbol_range(const char *name, uint64_t *start, uint64_t *size);
 /// inside the executable, to find its module without knowing its path.
 uint64_t sw_main_entry(void);
 
+/// Where the kernel mapped the vDSO, which has no file to read symbols from; 0 when there is none.
+uint64_t sw_vdso_base(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,3 +33,7 @@ int sw_symbol_range(const char *name, uint64_t *start, uint64_t *size) {
 uint64_t sw_main_entry(void) {
     return (uint64_t)getauxval(AT_ENTRY);
 }
+
+uint64_t sw_vdso_base(void) {
+    return (uint64_t)getauxval(AT_SYSINFO_EHDR);
+}

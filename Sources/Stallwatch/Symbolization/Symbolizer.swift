@@ -27,6 +27,9 @@ package final class Symbolizer: Sendable {
     private let failures = Mutex<[String: MonotonicInstant]>([:])
     private let retryAfter: Duration
 
+    /// Where the kernel mapped the vDSO (0 when it did not).
+    private static let vdsoBase = UInt(sw_vdso_base())
+
     /// Creates a symbolizer with an empty cache.
     package init() {
         retryAfter = .seconds(5)
@@ -123,10 +126,10 @@ package final class Symbolizer: Sendable {
             frame.symbolOffset = address &- start
         }
         // dladdr names only exported symbols; the static table also names internal functions.
-        // Only a file named by an absolute path is read: the vDSO's name ("linux-vdso.so.1") is no
-        // file, and opening it relative to the working directory would read whatever is there; it
-        // was tried again every 5 s (allocating each time), as if it could pass (issue 19).
-        if let path = frame.module, info.module_base != 0, path.utf8.first == UInt8(ascii: "/") {
+        // The vDSO has no file ("linux-vdso.so.1" is only its name): its table was tried again every
+        // 5 s (allocating each time), as if the failure could pass (issue 19). Other modules may be
+        // named by a relative path: the main executable is named as it was started.
+        if let path = frame.module, info.module_base != 0, UInt(info.module_base) != Self.vdsoBase {
             guard let table = table(for: path) else { return (frame, false) }
             frame.buildID = table.primary.buildID
             let bias = table.primary.isRelocatable ? UInt64(info.module_base) &- table.primary.lowestLoadAddress : 0
