@@ -29,15 +29,14 @@ package struct ThreadInfo: Hashable, Sendable, Codable {
     /// Page faults that needed I/O.
     package let majorFaults: UInt64
     /// Signals the thread blocks (`SigBlk`); a sampler signal in this set would never be delivered.
-    /// `nil` when not read (``read(_:)-(TaskFiles)``).
-    package let signalsBlocked: SignalSet?
+    package let signalsBlocked: SignalSet
     /// What the thread is doing in the kernel.
     package let syscall: SyscallState
 
     /// Creates a snapshot from its parts (for tests and decoded reports).
     package init(
         tid: ThreadID, name: String, state: ThreadState, lastCPU: Int, userTicks: UInt64,
-        systemTicks: UInt64, minorFaults: UInt64, majorFaults: UInt64, signalsBlocked: SignalSet?,
+        systemTicks: UInt64, minorFaults: UInt64, majorFaults: UInt64, signalsBlocked: SignalSet,
         syscall: SyscallState
     ) {
         self.tid = tid
@@ -55,25 +54,24 @@ package struct ThreadInfo: Hashable, Sendable, Codable {
     /// Reads the facts of thread `tid` of this process.
     /// - Throws: ``ThreadError/threadGone(_:)`` when the thread has exited, or another ``ThreadError``.
     package static func read(_ tid: ThreadID) throws(ThreadError) -> ThreadInfo {
-        var mask: UInt64 = 0
-        let rc = sw_thread_sigblk(tid.rawValue, &mask)
-        guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/status", thread: tid) }
-        return try read(tid, signalsBlocked: SignalSet(rawValue: mask),
-                        stat: { sw_thread_stat(tid.rawValue, &$0) }, syscall: { sw_thread_syscall(tid.rawValue, &$0) })
+        try read(tid, stat: { sw_thread_stat(tid.rawValue, &$0) }, syscall: { sw_thread_syscall(tid.rawValue, &$0) })
     }
 
-    /// The same through descriptors kept open, without the signal mask (`status`, the longest file:
-    /// a stall's evidence, read every round for every stalled loop, has no use for it).
+    /// The same with `stat` and `syscall` through descriptors kept open (a stall's evidence is read
+    /// every round for every stalled loop).
     package static func read(_ files: TaskFiles) throws(ThreadError) -> ThreadInfo {
-        try read(files.tid, signalsBlocked: nil, stat: { files.stat(&$0) }, syscall: { files.syscall(&$0) })
+        try read(files.tid, stat: { files.stat(&$0) }, syscall: { files.syscall(&$0) })
     }
 
-    private static func read(_ tid: ThreadID, signalsBlocked: SignalSet?,
+    private static func read(_ tid: ThreadID,
                              stat readStat: (inout sw_thread_stat_t) -> Int32,
                              syscall readSyscall: (inout sw_thread_syscall_t) -> Int32) throws(ThreadError) -> ThreadInfo {
         var stat = sw_thread_stat_t()
         var rc = readStat(&stat)
         guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/stat", thread: tid) }
+        var mask: UInt64 = 0
+        rc = sw_thread_sigblk(tid.rawValue, &mask)
+        guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/status", thread: tid) }
         var call = sw_thread_syscall_t()
         rc = readSyscall(&call)
         guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/syscall", thread: tid) }
@@ -89,7 +87,7 @@ package struct ThreadInfo: Hashable, Sendable, Codable {
             systemTicks: stat.stime_ticks,
             minorFaults: stat.minflt,
             majorFaults: stat.majflt,
-            signalsBlocked: signalsBlocked,
+            signalsBlocked: SignalSet(rawValue: mask),
             syscall: SyscallState(call))
     }
 
