@@ -64,6 +64,10 @@ final class LoopMonitor {
 
     /// Which samples belong to the loop's work (all, unless set: a pool thread's job).
     var accepts: ((CapturedStack) -> Bool)?
+    /// Whether the probe's busy record is the loop's own (its `busy()` and `idle()`), so that a
+    /// period that ended unseen can still be judged a stall. A pool thread's is the pool watcher's
+    /// estimate: the watcher reports the jobs it sees run long itself.
+    var ownsBusyRecord = true
 
     /// Whether a stall is in progress.
     var inStall: Bool { detector.isInStall }

@@ -29,9 +29,7 @@ extension WatchdogEngine {
         }
         let observation = m.detector.evaluate(busySince: busySince, now: now, previousRoundAt: previousRound,
                                               stoppedFor: stoppedFor, endedAt: endedAt,
-                                              // A loop's own record only: a pool thread's busy periods are the pool
-                                              // watcher's estimates, and it reports the jobs it sees run long itself.
-                                              lastEnded: m.accepts == nil ? m.source.lastEndedPeriod : nil)
+                                              lastEnded: m.ownsBusyRecord ? m.source.lastEndedPeriod : nil)
         if let busySince, case .ping(let probe) = m.source {
             m.detector.refineStart(ofPeriodSince: busySince,
                                    to: probe.estimatedStart(posted: busySince, pingPeriod: schedule.pingPeriod))

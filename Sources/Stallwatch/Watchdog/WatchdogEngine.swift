@@ -116,6 +116,7 @@ final class WatchdogEngine {
             let monitor = LoopMonitor(source: s, configuration: configuration, schedule: schedule)
             if let poolWatcher, isPoolProbe(s.identity) {
                 monitor.accepts = { [unowned poolWatcher] in poolWatcher.isInJob($0) }
+                monitor.ownsBusyRecord = false
             }
             monitors[s.identity] = monitor
         }
