@@ -39,7 +39,6 @@ enum {
 
 /// One captured stack. frames[0] is the interrupted PC; the rest are return addresses.
 typedef struct sw_stack {
-    uint64_t frames[SW_MAX_FRAMES];
     uint32_t count;
     uint8_t unwinder;        ///< sw_unwinder_t
     uint8_t truncated;       ///< 1 when the walk stopped at max_frames, a bad link or the copy's end
@@ -62,6 +61,9 @@ typedef struct sw_stack {
     /// The request the interrupted code served (the task-local set by sw_request_key_set's key), 0
     /// when none or not read (captures without a handler).
     uint64_t request_tag;
+    /// Last, so that a capture's writes (the fields above, then its first frames) share cache lines
+    /// and a page instead of straddling a 2 KiB array.
+    uint64_t frames[SW_MAX_FRAMES];
 } sw_stack_t;
 
 /// Why a walk ended (sw_stack_t.stop_reason). Only SW_STOP_ROOT means the stack is whole.
