@@ -408,6 +408,7 @@ extension SamplerReport {
             samplingPathAllocations: samplingMallocs,
             watchdogPathAllocationsDuringStall: watchdogStall?.watchdogThread,
             timerHandlerP50Microseconds: unwindPaths.first { $0.path == UnwindPath.framePointers.rawValue }?.handlerP50Microseconds,
+            timerHandlerFixedP50Microseconds: unwindPaths.first { $0.path == UnwindPath.pcOnly.rawValue }?.handlerP50Microseconds,
             timerSystemCallsPerSample: row("timer/fp")?.systemCallsPerSample,
             // The perf driver as `signalFreeSampling` runs it: call chain and stack copy.
             perfStolenOverTimer: driverComparisons.first { $0.label == PhaseSpec(mode: .perf, intervalMilliseconds: 0, unwinder: "fp").label }?

@@ -5,7 +5,9 @@ import Synchronization
 
 /// The signal handler's time by the path its walk takes, in one run: frame records all the way,
 /// and the same depth with two frames in the middle that only unwind tables describe (glibc's
-/// qsort_r and msort_with_tmp, built without frame pointers). Runs alternate path by path.
+/// qsort_r and msort_with_tmp, built without frame pointers), and the handler's fixed part alone
+/// (the same ring taking the PC only: its clock reads, the stack's bounds, the ring's slot), the
+/// floor this measure has on the machine. Runs alternate path by path.
 struct UnwindPathFigures: Codable {
     var path: String
     var samples: Int
@@ -22,6 +24,11 @@ struct UnwindPathFigures: Codable {
 enum UnwindPath: String, CaseIterable {
     case framePointers = "frame records only"
     case unwindTable = "2 table frames in the middle"
+    case pcOnly = "PC only (the handler's fixed part)"
+
+    /// Frames the ring keeps: one for the fixed part (the walk stops at the interrupted PC), the
+    /// sampler's default otherwise.
+    var maxFrames: Int? { self == .pcOnly ? 1 : nil }
 }
 
 func measureUnwindPaths(depth: Int, rounds: Int, seconds: Double) throws -> [UnwindPathFigures] {
@@ -77,7 +84,7 @@ private func sampleSpinner(path: UnwindPath, depth: Int, seconds: Double, sample
         state.tid.store(ThreadID.current.rawValue, ordering: .releasing)
         if let s = UnsafePointer<Int32>(bitPattern: words.stop), let p = UnsafeMutablePointer<UInt64>(bitPattern: words.progress) {
             switch path {
-            case .framePointers: bench_spin_fp(Int32(depth), s, p)
+            case .framePointers, .pcOnly: bench_spin_fp(Int32(depth), s, p)
             case .unwindTable: bench_spin_in_qsort(Int32(depth), s, p)
             }
         }
@@ -86,7 +93,7 @@ private func sampleSpinner(path: UnwindPath, depth: Int, seconds: Double, sample
     thread.start()
     while state.tid.load(ordering: .acquiring) == 0 { usleep(1000) }
     let ring = try SamplingRing(sampler: sampler, thread: ThreadID(rawValue: state.tid.load(ordering: .acquiring)),
-                                interval: .milliseconds(4), capacity: 1024)
+                                interval: .milliseconds(4), capacity: 1024, maxFrames: path.maxFrames)
     usleep(UInt32(seconds * 1_000_000))
     let stacks = ring.drain()
     ring.stop()
