@@ -54,23 +54,26 @@ package struct ThreadInfo: Hashable, Sendable, Codable {
     /// Reads the facts of thread `tid` of this process.
     /// - Throws: ``ThreadError/threadGone(_:)`` when the thread has exited, or another ``ThreadError``.
     package static func read(_ tid: ThreadID) throws(ThreadError) -> ThreadInfo {
-        try read(tid, stat: { sw_thread_stat(tid.rawValue, &$0) }, syscall: { sw_thread_syscall(tid.rawValue, &$0) })
+        try read(tid, stat: { sw_thread_stat(tid.rawValue, &$0) }, signalsBlocked: { sw_thread_sigblk(tid.rawValue, &$0) },
+                 syscall: { sw_thread_syscall(tid.rawValue, &$0) })
     }
 
-    /// The same with `stat` and `syscall` through descriptors kept open (a stall's evidence is read
-    /// every round for every stalled loop).
+    /// The same through descriptors kept open (a stall's evidence is read every round for every
+    /// stalled loop).
     package static func read(_ files: TaskFiles) throws(ThreadError) -> ThreadInfo {
-        try read(files.tid, stat: { files.stat(&$0) }, syscall: { files.syscall(&$0) })
+        try read(files.tid, stat: { files.stat(&$0) }, signalsBlocked: { files.signalsBlocked(&$0) },
+                 syscall: { files.syscall(&$0) })
     }
 
     private static func read(_ tid: ThreadID,
                              stat readStat: (inout sw_thread_stat_t) -> Int32,
+                             signalsBlocked readMask: (inout UInt64) -> Int32,
                              syscall readSyscall: (inout sw_thread_syscall_t) -> Int32) throws(ThreadError) -> ThreadInfo {
         var stat = sw_thread_stat_t()
         var rc = readStat(&stat)
         guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/stat", thread: tid) }
         var mask: UInt64 = 0
-        rc = sw_thread_sigblk(tid.rawValue, &mask)
+        rc = readMask(&mask)
         guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/status", thread: tid) }
         var call = sw_thread_syscall_t()
         rc = readSyscall(&call)
