@@ -131,6 +131,13 @@ final class WatchdogEngine {
         deliveryTime += MonotonicClock.now() - start
     }
 
+    /// Whether `m`'s loop has been busy past the threshold without a stall reported yet: the
+    /// detector decides; this only orders the round's work.
+    private func isAwaitingDetection(_ m: LoopMonitor, now: MonotonicInstant) -> Bool {
+        guard !m.inStall, let since = m.source.busySince else { return false }
+        return now - since >= configuration.threshold
+    }
+
     /// Runs one round. Returns when the next round should run.
     func round() -> MonotonicInstant {
         let now = MonotonicClock.now()
@@ -157,7 +164,11 @@ final class WatchdogEngine {
         let pingDue = nextPing.map { now >= $0 } ?? true
         var anyActive = false
         var anyPing = false
-        for m in monitors.values {
+        // Two passes: loops whose busy period has passed the threshold and that are not reported
+        // yet go first. With many loops stalled at once, the round's evidence and samples of the
+        // others (tens of ms on saturated CPUs) would otherwise come before their detection.
+        for pass in 0..<2 {
+        for m in monitors.values where isAwaitingDetection(m, now: now) == (pass == 0) {
             // Before the next ping is posted: the answered one's latency is read exactly once.
             let lag = m.source.takeLag()
             if let metrics, let lag { metrics.recordLag(loop: m.source.name, lag) }
@@ -178,6 +189,7 @@ final class WatchdogEngine {
                 let drainBy = now + configuration.sampleInterval * max(configuration.ringCapacity - 2, 1)
                 if drainBy < next { next = drainBy }
             }
+        }
         }
         governSampling()
         cpuRound(now: now)
