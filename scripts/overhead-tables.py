@@ -185,11 +185,15 @@ def detect_figures(f):
     if cases:
         lines += ["", "Many loops (latency from each loop's busy() to its stall event; watchdog CPU per stalled loop):", ""]
         lines += table(["loops", "stalled", "kind", "threshold ms", "p50 / p99 / max ms", "reported / missed / duplicates",
-                        "watchdog late ms (max)", "watchdog % of a core per loop", "samples/s per loop"],
+                        "watchdog late ms (max)", "bare nice -10 sleeper late ms p99 / max", "watchdog % of a core per loop",
+                        "samples/s per loop"],
                        [[num(c["setup"]["loops"]), num(c["setup"]["stalled"]), c["setup"]["kind"], num(c["setup"]["thresholdMilliseconds"]),
                          f"{num(c['result']['latencyP50Milliseconds'], 1)} / {num(c['result']['latencyP99Milliseconds'], 1)} / {num(c['result']['latencyMaxMilliseconds'], 1)}",
                          f"{num(c['result']['reported'])} / {num(c['result']['missed'])} / {num(c['result']['duplicates'])}",
-                         num(c["result"]["worstLatenessMilliseconds"], 1), num(c["result"]["watchdogCPUPercentPerStalledLoop"], 4),
+                         num(c["result"]["worstLatenessMilliseconds"], 1),
+                         (f"{num(c['result']['bareWakeLatenessP99Milliseconds'], 1)} / {num(c['result']['bareWakeLatenessMaxMilliseconds'], 1)}"
+                          if c["result"].get("bareWakeLatenessP99Milliseconds") is not None else "—"),
+                         num(c["result"]["watchdogCPUPercentPerStalledLoop"], 4),
                          num(c["result"]["samplesPerSecondPerLoop"], 2)] for c in cases])
     return lines
 

@@ -26,12 +26,16 @@ package struct DetectManyLoopsFigures: Sendable, Equatable, Codable {
     package var duplicates: Int
     /// p99 of the reported stalls' detection latencies, ms (NaN when none was reported).
     package var latencyP99Milliseconds: Double
+    /// A bare thread at the watchdog's nice value among the same loops: its wake lateness p99, ms
+    /// (the scheduler's floor for this case), when measured.
+    package var bareWakeLatenessP99Milliseconds: Double?
 
     /// See the properties.
     package init(loops: Int, stalled: Int, spinning: Bool, thresholdMilliseconds: Int, stalls: Int, missed: Int,
-                 duplicates: Int, latencyP99Milliseconds: Double) {
+                 duplicates: Int, latencyP99Milliseconds: Double, bareWakeLatenessP99Milliseconds: Double? = nil) {
         (self.loops, self.stalled, self.spinning, self.thresholdMilliseconds) = (loops, stalled, spinning, thresholdMilliseconds)
         (self.stalls, self.missed, self.duplicates, self.latencyP99Milliseconds) = (stalls, missed, duplicates, latencyP99Milliseconds)
+        self.bareWakeLatenessP99Milliseconds = bareWakeLatenessP99Milliseconds
     }
 }
 
@@ -74,7 +78,8 @@ package enum DetectGoals {
             goal: spinLimit.map { "≤ \(formatted($0)) ms (threshold + 10 %)" }
                 ?? "≤ threshold + 10 %",
             detail: spin.map { "p99 detection latency, \(spinningLoops) spinning loops stalled at once, \($0.stalls) stalls, \($0.thresholdMilliseconds) ms threshold"
-                + ($0.missed > 0 ? "; \($0.missed) never reported" : "") }
+                + ($0.missed > 0 ? "; \($0.missed) never reported" : "")
+                + ($0.bareWakeLatenessP99Milliseconds.map { "; a bare nice -10 sleeper among them woke late by p99 \(formatted(($0 * 10).rounded() / 10)) ms" } ?? "") }
                 ?? "the case of \(spinningLoops) spinning loops was not run")
         let stalls = manyLoops.map(\.stalls).reduce(0, +)
         let wrong = manyLoops.map { $0.missed + $0.duplicates }.reduce(0, +)

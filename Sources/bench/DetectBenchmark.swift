@@ -151,6 +151,12 @@ struct DetectBenchmark: ParsableCommand {
                 rows.append(ManyLoopsRow(setup: c, result: r, met: met))
             }
             print("* more spinning threads than cores: the CPUs are saturated")
+            for (c, r) in costs {
+                if let p99 = r.bareWakeLatenessP99Milliseconds, let worst = r.bareWakeLatenessMaxMilliseconds {
+                    print(String(format: "  %d %@ loops: a bare thread at the watchdog's nice (-10), sleeping 40 ms at a time among them, woke late by p99 %.1f ms, worst %.1f ms (the scheduler's floor)",
+                                 c.stalled, c.kind.rawValue, p99, worst))
+                }
+            }
             print("")
             print("cost while stalled (watchdog: its thread's CPU clock over each round's stall window; samples: counted in the final reports;")
             print("sampler: the handlers run on the stalled threads themselves, estimated as samples × \(Fmt.f(sampleCostMicroseconds, 1)) µs — sleeping loops are never signalled)")
@@ -199,7 +205,8 @@ extension DetectFigures {
             DetectManyLoopsFigures(loops: $0.setup.loops, stalled: $0.setup.stalled, spinning: $0.setup.kind == .spin,
                                    thresholdMilliseconds: $0.setup.thresholdMilliseconds, stalls: $0.result.stalls,
                                    missed: $0.result.missed, duplicates: $0.result.duplicates,
-                                   latencyP99Milliseconds: $0.result.latencyP99Milliseconds)
+                                   latencyP99Milliseconds: $0.result.latencyP99Milliseconds,
+                                   bareWakeLatenessP99Milliseconds: $0.result.bareWakeLatenessP99Milliseconds)
         }
     }
 }

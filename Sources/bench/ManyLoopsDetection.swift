@@ -30,6 +30,11 @@ struct ManyLoopsResult: Codable {
     var latencyP99Milliseconds: Double
     var latencyMaxMilliseconds: Double
     var worstLatenessMilliseconds: Double
+    /// A bare thread at the watchdog's nice value, sleeping 40 ms at a time among the same loops
+    /// (saturated cases only): how late it woke, p99 and worst, ms — the scheduler's floor for the
+    /// watchdog's own lateness.
+    var bareWakeLatenessP99Milliseconds: Double?
+    var bareWakeLatenessMaxMilliseconds: Double?
     /// The watchdog thread's CPU (its CPU clock) over the rounds' stall windows, per stalled loop, % of a core.
     var watchdogCPUPercentPerStalledLoop: Double
     /// Samples in the stalls' final reports per second of stall: all loops together, and per loop.
@@ -131,6 +136,7 @@ func runManyLoops(_ c: ManyLoopsCase, sampleCostMicroseconds: Double = 20) throw
         threads.append(thread)
     }
     usleep(300_000)
+    let floorProbe = c.saturated ? WakeLatenessProbe() : nil
     var latencies: [Double] = []
     var missed = 0, duplicates = 0
     for _ in 0..<c.repeats {
@@ -169,6 +175,7 @@ func runManyLoops(_ c: ManyLoopsCase, sampleCostMicroseconds: Double = 20) throw
             }
         }
     }
+    let floorLateness = floorProbe?.finish()
     stop.store(true, ordering: .releasing)
     usleep(100_000)
     let stalls = c.stalled * c.repeats
@@ -176,6 +183,8 @@ func runManyLoops(_ c: ManyLoopsCase, sampleCostMicroseconds: Double = 20) throw
         stalls: stalls, reported: stalls - missed, missed: missed, duplicates: duplicates,
         latencyP50Milliseconds: Stats.percentile(latencies, 50), latencyP99Milliseconds: Stats.percentile(latencies, 99),
         latencyMaxMilliseconds: latencies.max() ?? .nan, worstLatenessMilliseconds: lateness.withLock { $0 },
+        bareWakeLatenessP99Milliseconds: floorLateness.map { Stats.percentile($0, 99) },
+        bareWakeLatenessMaxMilliseconds: floorLateness?.max(),
         watchdogCPUPercentPerStalledLoop: window > 0 ? watchdogCPU / window * 100 / Double(c.stalled) : .nan,
         // All loops together: the per-loop rate × the loops stalled per round.
         samplesPerSecond: stallSeconds > 0 ? Double(samples) / stallSeconds * Double(reports) / Double(c.repeats) : .nan,

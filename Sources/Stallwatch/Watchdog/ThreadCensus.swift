@@ -5,11 +5,18 @@ import StallwatchReport
 /// stalled loop's evidence needs the count, and a starved one the runnable threads. Read per loop,
 /// 64 loops stalled at once meant 64 listings and 64 × 70 `/proc` stat reads a round — 40 % of the
 /// watchdog's CPU in `bench detect`'s 64 spinning loops, on a watchdog that gets a few per cent of
-/// a core there.
+/// a core there. The runnable threads are kept for ``runnableFreshness`` across rounds too: in a
+/// storm the watchdog wakes at every loop's threshold, rounds a few ms apart, and re-reading every
+/// thread's stat each time was the largest per-round cost left.
 struct ThreadCensus {
+    /// How long a reading of the runnable threads stands (it is evidence of a starved CPU, which
+    /// does not come and go within a tenth of a second).
+    static let runnableFreshness = Duration.milliseconds(100)
+
     private var round: MonotonicInstant?
     private var count: Int?
     private var runnable: Int??
+    private var runnableAt: MonotonicInstant?
     /// Storage for listing the threads, kept from round to round (no allocation per round).
     private var tids: [ThreadID] = []
 
@@ -24,10 +31,10 @@ struct ThreadCensus {
 
     /// Threads of this process in state R, `nil` when they cannot be read.
     mutating func runnableThreads(round now: MonotonicInstant) -> Int? {
-        start(now)
-        if let runnable { return runnable }
+        if let runnable, let at = runnableAt, now - at < Self.runnableFreshness { return runnable }
         let read = readRunnable()
         runnable = .some(read)
+        runnableAt = now
         return read
     }
 
@@ -35,7 +42,6 @@ struct ThreadCensus {
         guard round != now else { return }
         round = now
         count = nil
-        runnable = nil
     }
 
     private mutating func readRunnable() -> Int? {
