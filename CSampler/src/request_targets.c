@@ -97,7 +97,7 @@ void sw_target_forget(int32_t tid) {
     uint32_t h = (uint32_t)tid % SW_TID_CACHE;
     int32_t expected = tid;
     atomic_compare_exchange_strong(&g_ok_tids[h], &expected, 0);
-    sw_stack_bounds_t none = {0, 0, 0, 0};
+    sw_stack_bounds_t none = {0};
     sw_target_bounds_put(tid, &none); // a thread that is gone or silent: its bounds are checked again
 }
 

@@ -115,6 +115,7 @@ int sw_ring_start(int32_t tid, int64_t interval_ns, sw_ring_clock_t clock, uint3
     r->bounds.end = 0;
     r->bounds.gen = 0;
     r->bounds.readable = 0;
+    r->bounds.root.gen = 0;
     atomic_store(&r->next, 0);
     struct sigevent sev;
     memset(&sev, 0, sizeof sev);

@@ -96,13 +96,16 @@ SW_RAW_STACK_READER static int fill_prologue(sw_stack_t *st, const ucontext_t *u
 }
 
 // async-signal-safe, no system call: the walk of [sp, end) once its end is known.
-SW_RAW_STACK_READER static void fill_walk(sw_stack_t *st, const ucontext_t *uc, uint32_t max_frames, uint64_t end) {
+SW_RAW_STACK_READER static void fill_walk(sw_stack_t *st, const ucontext_t *uc, uint32_t max_frames, uint64_t end,
+                                          sw_stack_bounds_t *bounds) {
     uint64_t pc = st->frames[0], sp = st->sp;
     // Frame records where the code keeps them, the unwind table where it does not, and the table
     // for the interrupted frame itself (a leaf, a prologue): exact where a guess was made before.
     sw_walk_regs_t regs = {.pc = pc, .sp = sp, .fp = sw_arch_fp(uc), .lr = sw_arch_lr(uc), .fp_known = 1,
                            .lr_known = SW_ARCH_LEAF_CALLER_IN_LR};
-    sw_walk_mem_t mem = {.lo = sp, .hi = end, .copy = NULL, .base = 0, .guard_tables = 0};
+    sw_walk_mem_t mem = {.lo = sp, .hi = end, .copy = NULL, .base = 0, .guard_tables = 0,
+                         .root = bounds != NULL && bounds->gen != 0 ? &bounds->root : NULL,
+                         .root_gen = bounds != NULL ? bounds->gen : 0};
     sw_walk_result_t res = {0};
     st->count = 0;
     sw_walk_live(&regs, &mem, 0, st->frames, &st->count, max_frames, &res);
@@ -161,7 +164,7 @@ SW_RAW_STACK_READER void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unw
         if (bounds != NULL) bounds->readable = end;
     }
     if (unwinder != SW_UNWIND_FRAME_POINTER) return;
-    fill_walk(st, uc, max_frames, end);
+    fill_walk(st, uc, max_frames, end, bounds);
 }
 
 static _Atomic uint64_t g_ring_pc_only;
@@ -185,7 +188,7 @@ SW_RAW_STACK_READER void sw_capture_fill_nosys(sw_stack_t *st, const void *ucv, 
         atomic_fetch_add_explicit(&g_ring_pc_only, 1, memory_order_relaxed);
         return;
     }
-    fill_walk(st, uc, max_frames, end);
+    fill_walk(st, uc, max_frames, end, bounds);
 }
 
 uint64_t sw_stack_fill_cut_count(void) {

@@ -133,8 +133,28 @@ const void *sw_request_key(void);
 /// A thread's stack mapping as the map table gave it ([lo, end) for table generation `gen`), kept
 /// between captures of the same thread so the handler skips the table lookup, and `readable`: where
 /// the last capture's reads had to stop (the thread's own allocation, or what the kernel said).
+/// Frames a root memo keeps (a thread's outermost frames through unwind tables: libc's
+/// start_thread and clone3, or __libc_start_main and _start).
+#define SW_ROOT_MEMO_FRAMES 4
+
+/// The last walk's run of unwind-table frames up to the thread's root, kept per thread: the next
+/// walk that stands at the same PC, SP and FP replays it after checking that every return address
+/// still sits in its slot, instead of finding each frame's module and table row again (their cold
+/// cache lines were a third of a ring sample's handler time). Only frames of objects without frame
+/// pointers whose rows locate the CFA from SP are kept: their walk depends on nothing but the PC,
+/// the SP and the slots checked. `gen` is the memory-map table's generation it was learnt under
+/// (0: none).
+typedef struct sw_root_memo {
+    uint64_t pc, sp, fp, gen;
+    uint32_t count;
+    uint64_t frames[SW_ROOT_MEMO_FRAMES];
+    uint64_t slots[SW_ROOT_MEMO_FRAMES];    ///< where each frame's return address was read
+    uint64_t raw[SW_ROOT_MEMO_FRAMES];      ///< the word read there (before pointer authentication is stripped)
+} sw_root_memo_t;
+
 typedef struct sw_stack_bounds {
     uint64_t lo, end, gen, readable;
+    sw_root_memo_t root;
 } sw_stack_bounds_t;
 
 /// Fills `st` from the interrupted context `ucv` (a ucontext_t): PC, SP, and for frame pointers the
@@ -194,6 +214,10 @@ typedef struct sw_walk_mem {
     /// are a system call each (~20 per frame): under load a walk can outlast the capture's bound,
     /// so it stops there (SW_STOP_TIMED_OUT) with the frames it has.
     int64_t deadline_ns;
+    /// The live walk only (the handler's): the thread's root memo to replay and to update, and the
+    /// map table's generation it must match. NULL elsewhere.
+    sw_root_memo_t *root;
+    uint64_t root_gen;
 } sw_walk_mem_t;
 
 /// Stops only sw_walk reports, never stored in a stack.

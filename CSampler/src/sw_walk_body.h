@@ -15,6 +15,12 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
     int mod_keeps = 0;
     sw_cfi_object_t last_object = {0, 0, 0}; // the object of the last table row (live walk only)
     (void)last_object;
+    // The run of table frames the walk is in, if it may become the thread's root memo: where it
+    // began, and each frame's return-address slot. tail_n == UINT32_MAX: not in such a run.
+#if !SW_WALK_GUARDED
+    uint32_t tail_n = UINT32_MAX, tail_k = 0;
+    uint64_t tail_pc = 0, tail_sp = 0, tail_fp = 0, tail_slots[SW_ROOT_MEMO_FRAMES], tail_raw[SW_ROOT_MEMO_FRAMES];
+#endif
     res->stop = SW_STOP_FRAME_LIMIT;
     if (!outer) {
         if (n >= cap) goto done;
@@ -24,12 +30,25 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
         if (outer && fp_known && mod_keeps == 1) {
             uint32_t k = record_run(mem, mod_lo, mod_hi, out, &n, cap, &pc, &sp, &fp, &fp_known);
             res->fp_frames += k;
-            if (k != 0) lr_known = 0;
+            if (k != 0) {
+                lr_known = 0;
+#if !SW_WALK_GUARDED
+                tail_n = UINT32_MAX; // frame records: a memo's run of table frames starts after them
+#endif
+            }
         }
         if (n >= cap) {
             res->stop = SW_STOP_FRAME_LIMIT;
             break;
         }
+#if !SW_WALK_GUARDED
+        if (outer && root_memo_replay(mem, pc, sp, fp, out, &n, cap)) {
+            res->table_frames += mem->root->count;
+            res->stop = SW_STOP_ROOT;
+            tail_n = UINT32_MAX; // nothing new learnt
+            break;
+        }
+#endif
         // A return address points after its call: the call itself is one byte before.
         uint64_t look = outer ? pc - 1 : pc;
         uint64_t next_pc, next_sp, next_fp = 0;
@@ -80,6 +99,9 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
             // carry on from the caller, which needs no frame pointer.
             next_fp_known = next_fp == 0 || next_fp > fp;
             res->fp_frames++;
+#if !SW_WALK_GUARDED
+            tail_n = UINT32_MAX;
+#endif
         } else {
             if (res->table_frames >= SW_WALK_MAX_TABLE_FRAMES) {
                 res->stop = SW_STOP_BUDGET;
@@ -117,6 +139,18 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
             uint64_t ra = 0;
             if (row.ra_rule == SW_RULE_UNDEFINED) {
                 res->stop = SW_STOP_ROOT; // the thread's or the process's entry point says so
+#if !SW_WALK_GUARDED
+                // The root step of a memo decides by the PC alone only in an object without frame
+                // pointers (in one with them, a zero FP could have made it a frame-record step).
+                if (tail_n != UINT32_MAX && (look < mod_lo || look >= mod_hi)) {
+                    mod_keeps = sw_module_lookup(look, &mod_lo, &mod_hi);
+                    if (mod_keeps < 0) {
+                        mod_lo = 1;
+                        mod_hi = 0;
+                    }
+                }
+                if (!(outer && mod_keeps == 0 && look >= mod_lo && look < mod_hi)) tail_n = UINT32_MAX;
+#endif
                 break;
             } else if (row.ra_rule == SW_RULE_AT_CFA && cfa + (uint64_t)row.ra_off < sp && lr_known) {
                 ra = lr; // arm64 epilogue: LR was reloaded from a slot that is below SP now
@@ -131,6 +165,35 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
                 res->stop = SW_STOP_NO_UNWIND_INFO;
                 break;
             }
+#if !SW_WALK_GUARDED
+            // A frame the root memo may keep: an object without frame pointers (the walk's choice
+            // here never depends on FP), a CFA from SP, the return address read from the stack.
+            // Without a known FP the walk did not ask which object holds the PC: asked here.
+            if (outer && mem->root != NULL && (look < mod_lo || look >= mod_hi)) {
+                mod_keeps = sw_module_lookup(look, &mod_lo, &mod_hi);
+                if (mod_keeps < 0) {
+                    mod_lo = 1;
+                    mod_hi = 0;
+                }
+            }
+            if (outer && mem->root != NULL && mod_keeps == 0 && look >= mod_lo && look < mod_hi &&
+                row.cfa_reg == SW_DWARF_SP && row.ra_rule == SW_RULE_AT_CFA) {
+                if (tail_n == UINT32_MAX) {
+                    tail_n = n;
+                    tail_k = 0;
+                    tail_pc = pc;
+                    tail_sp = sp;
+                    tail_fp = fp;
+                }
+                if (tail_k < SW_ROOT_MEMO_FRAMES) {
+                    tail_slots[tail_k] = cfa + (uint64_t)row.ra_off;
+                    tail_raw[tail_k] = ra;
+                }
+                tail_k++;
+            } else {
+                tail_n = UINT32_MAX;
+            }
+#endif
             // The stack only grows back towards its top: a CFA below SP is a bad row or a bad SP.
             // Equal is fine only when the return address came from a register (arm64 leaf).
             if (cfa < sp || (cfa == sp && row.ra_rule == SW_RULE_AT_CFA)) {
@@ -185,6 +248,23 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
         lr_known = 0;
         outer = 1;
     }
+#if !SW_WALK_GUARDED
+    if (res->stop == SW_STOP_ROOT && mem->root != NULL && tail_n != UINT32_MAX && tail_k > 0 &&
+        tail_k <= SW_ROOT_MEMO_FRAMES && n - tail_n == tail_k) {
+        sw_root_memo_t *r = mem->root;
+        r->gen = 0; // invalid while rewritten (only this thread's handler reads it, but be plain)
+        r->pc = tail_pc;
+        r->sp = tail_sp;
+        r->fp = tail_fp;
+        r->count = tail_k;
+        for (uint32_t i = 0; i < tail_k; i++) {
+            r->frames[i] = out[tail_n + i];
+            r->slots[i] = tail_slots[i];
+            r->raw[i] = tail_raw[i];
+        }
+        r->gen = mem->root_gen;
+    }
+#endif
 done:
     *count = n;
     res->pc = pc;

@@ -71,6 +71,23 @@ SW_RAW_STACK_READER static inline uint32_t record_run(const sw_walk_mem_t *mem, 
     return n - start;
 }
 
+// async-signal-safe, no system call: loads inside [mem->lo, mem->hi) only. Appends the memo's
+// frames when the walk stands where the memo began and every return address is still in its slot.
+SW_RAW_STACK_READER static inline int root_memo_replay(const sw_walk_mem_t *mem, uint64_t pc, uint64_t sp, uint64_t fp,
+                                                       uint64_t *out, uint32_t *n, uint32_t cap) {
+    const sw_root_memo_t *r = mem->root;
+    if (r == NULL || r->gen == 0 || r->gen != mem->root_gen || r->pc != pc || r->sp != sp || r->fp != fp ||
+        r->count == 0 || r->count > SW_ROOT_MEMO_FRAMES || *n + r->count > cap) {
+        return 0;
+    }
+    for (uint32_t i = 0; i < r->count; i++) {
+        uint64_t v;
+        if (!stack_word(mem, r->slots[i], &v) || v != r->raw[i]) return 0;
+    }
+    for (uint32_t i = 0; i < r->count; i++) out[(*n)++] = r->frames[i];
+    return 1;
+}
+
 // async-signal-safe, no system call: static tables, the object's unwind tables read in place, and
 // [mem->lo, mem->hi) only. For handlers on the sampled thread itself.
 #define SW_WALK_NAME sw_walk_live

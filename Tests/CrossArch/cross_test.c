@@ -23,9 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-// Internal to CSampler (sw_internal.h), declared here for the checks below.
-int sw_maps_rebuild(void);
-size_t sw_read_own(void *dst, uint64_t src, size_t len);
+#include "sw_internal.h" // the root memo's check reads a ring's per-thread bounds directly
 
 static int g_passed, g_failed;
 
@@ -350,6 +348,69 @@ __attribute__((noinline)) void cross_qsort_caller(void) {
     __asm__ volatile("");
 }
 
+// The root memo (sw_internal.h): a thread's outermost unwind-table frames, replayed by the next
+// capture at the same PC, SP and FP only while every return address is still in its slot. Four
+// captures from one call site on one thread: the second replays the first's memo (same frames);
+// the third, with the memo's frame altered but its slot's word intact, shows the replay is used;
+// the fourth, with the expected word altered too, must be refused and walked afresh.
+static sw_stack_bounds_t g_memo_bounds;
+static sw_stack_t g_memo_st[4];
+static volatile int g_memo_i;
+
+static void memo_handler(int sig, siginfo_t *si, void *uc) {
+    (void)sig;
+    (void)si;
+    sw_capture_fill_nosys(&g_memo_st[g_memo_i], uc, 64, &g_memo_bounds);
+}
+
+static void *memo_thread(void *arg) {
+    (void)arg;
+    sw_maps_rebuild(); // this thread's stack in the table, as a ring's start does
+    for (g_memo_i = 0; g_memo_i < 4; g_memo_i++) {
+        if (g_memo_i == 2) g_memo_bounds.root.frames[0] ^= 0x10;
+        if (g_memo_i == 3) g_memo_bounds.root.raw[0] ^= 0x10;
+        raise(SIGUSR2);
+    }
+    return NULL;
+}
+
+// The same walk from frame `at` on (the compiler may unroll the capturing loop, so the frames
+// below the memo can differ by call site).
+static int same_tail(const sw_stack_t *a, const sw_stack_t *b, uint32_t at) {
+    return a->count == b->count && a->stop_reason == b->stop_reason && at <= a->count &&
+           memcmp(a->frames + at, b->frames + at, (a->count - at) * sizeof a->frames[0]) == 0;
+}
+
+static void check_root_memo(void) {
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = memo_handler;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGUSR2, &sa, &old);
+    pthread_t th;
+    pthread_create(&th, NULL, memo_thread, NULL);
+    pthread_join(th, NULL);
+    sigaction(SIGUSR2, &old, NULL);
+    const sw_root_memo_t *m = &g_memo_bounds.root;
+    char detail[160];
+    if (m->gen == 0 || m->count == 0) {
+        // Learnt only where the thread's outermost frames are in an object without frame pointers
+        // (Debian's x86_64 libc); on arm64 libc keeps frame records and the walk follows them.
+        snprintf(detail, sizeof detail, "no memo learnt (%u frames, stop %u)", g_memo_st[0].count, g_memo_st[0].stop_reason);
+        check(SW_ARCH_LEAF_CALLER_IN_LR, "root memo: learnt from the outermost table frames (x86_64)", detail);
+        return;
+    }
+    uint32_t at = g_memo_st[0].count - m->count; // the memo's first frame in the first capture
+    snprintf(detail, sizeof detail, "%u frames, memo of %u from frame %u, stops %u %u %u %u", g_memo_st[0].count, m->count, at,
+             g_memo_st[0].stop_reason, g_memo_st[1].stop_reason, g_memo_st[2].stop_reason, g_memo_st[3].stop_reason);
+    check(g_memo_st[0].stop_reason == SW_STOP_ROOT && same_tail(&g_memo_st[0], &g_memo_st[1], at),
+          "root memo: a replay gives the walk's own frames", detail);
+    check(g_memo_st[2].count == g_memo_st[0].count && g_memo_st[2].frames[at] == (g_memo_st[0].frames[at] ^ 0x10),
+          "root memo: used when every slot still holds its word", detail);
+    check(same_tail(&g_memo_st[0], &g_memo_st[3], at) && m->raw[0] != 0 && m->frames[0] == g_memo_st[0].frames[at],
+          "root memo: refused when a slot's word changed, walked afresh and learnt again", detail);
+}
+
 static void check_through_libc(int32_t tid) {
     static sw_stack_t st;
     char detail[512];
@@ -464,6 +525,7 @@ int main(int argc, char **argv) {
     target_t sorting;
     check_through_libc(start_target(&sorting, cross_qsort_caller));
 
+    check_root_memo();
     check_call_decoding();
     check_syscall_tables();
     check_blocked(emulated);
