@@ -102,6 +102,27 @@ public final class WatchdogMetrics: Sendable {
             if let d = dimensions.first { (label0, value0) = d }
             if dimensions.count == 2 { (label1, value1) = dimensions[1] }
         }
+
+        init(_ suffix: String, _ first: (String, String), _ second: (String, String)) {
+            self.suffix = suffix
+            (label0, value0) = first
+            (label1, value1) = second
+        }
+    }
+
+    /// A two-label metric, its labels held as they are: a stall's start and end each record one,
+    /// and an array of the labels was allocated for every lookup (issue 19). Only a metric seen
+    /// for the first time gets one.
+    private func counter(_ suffix: String, _ first: (String, String), _ second: (String, String),
+                         in s: inout State) -> Counter {
+        if let c = s.counters[MetricKey(suffix, first, second)] { return c }
+        return counter(suffix, [first, second], in: &s)
+    }
+
+    private func timer(_ suffix: String, _ first: (String, String), _ second: (String, String),
+                       in s: inout State) -> CoreMetrics.Timer {
+        if let t = s.timers[MetricKey(suffix, first, second)] { return t }
+        return timer(suffix, [first, second], in: &s)
     }
 
     private func counter(_ suffix: String, _ dimensions: [(String, String)], in s: inout State) -> Counter {
@@ -129,15 +150,15 @@ public final class WatchdogMetrics: Sendable {
                 let loop = report.loopName ?? "?"
                 let cause = report.cause?.kind.rawValue ?? StallCauseKind.unknown.rawValue
                 s.causeOfStall[loop] = cause
-                counter("stalls_total", [("loop", loop), ("cause", cause)], in: &s).increment()
+                counter("stalls_total", ("loop", loop), ("cause", cause), in: &s).increment()
             case .stallEnded:
                 let loop = event.loop ?? "?"
                 let cause = s.causeOfStall.removeValue(forKey: loop) ?? StallCauseKind.unknown.rawValue
-                timer("stall_duration_seconds", [("loop", loop), ("cause", cause)], in: &s)
+                timer("stall_duration_seconds", ("loop", loop), ("cause", cause), in: &s)
                     .recordNanoseconds((event.duration ?? .zero).clampedNanoseconds)
             case .filtered:
                 let reason = event.filterReason?.metricLabel ?? "unknown"
-                counter("reports_filtered_total", [("loop", event.loop ?? "?"), ("reason", reason)], in: &s).increment()
+                counter("reports_filtered_total", ("loop", event.loop ?? "?"), ("reason", reason), in: &s).increment()
             case .cpu:
                 counter("cpu_reports_total", [("kind", event.report?.kind.rawValue ?? "?")], in: &s).increment()
             case .error:

@@ -78,13 +78,10 @@ package struct ThreadInfo: Hashable, Sendable, Codable {
         var call = sw_thread_syscall_t()
         rc = readSyscall(&call)
         guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/syscall", thread: tid) }
-        let name = withUnsafeBytes(of: stat.name) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
         return ThreadInfo(
             tid: tid,
-            name: name,
-            state: ThreadState(procLetter: Character(Unicode.Scalar(UInt8(bitPattern: stat.state)))),
+            name: name(in: stat),
+            state: state(in: stat),
             lastCPU: Int(stat.last_cpu),
             userTicks: stat.utime_ticks,
             systemTicks: stat.stime_ticks,
@@ -92,6 +89,18 @@ package struct ThreadInfo: Hashable, Sendable, Codable {
             majorFaults: stat.majflt,
             signalsBlocked: SignalSet(rawValue: mask),
             syscall: SyscallState(call))
+    }
+
+    /// The thread's name as `stat` gives it.
+    static func name(in stat: sw_thread_stat_t) -> String {
+        withUnsafeBytes(of: stat.name) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+
+    /// The thread's state as `stat` gives it.
+    static func state(in stat: sw_thread_stat_t) -> ThreadState {
+        ThreadState(procLetter: Character(Unicode.Scalar(UInt8(bitPattern: stat.state))))
     }
 
     /// Reads the scheduler's accounting for thread `tid`: time on a CPU and time spent runnable

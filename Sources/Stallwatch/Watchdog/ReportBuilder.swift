@@ -68,12 +68,12 @@ struct ReportBuilder {
     /// `maySignal` (the signal is not ours), only blocked threads get a stack. Signal captures stop
     /// at `deadline`: on saturated CPUs each may wait its whole timeout, and other loops' detection
     /// waits meanwhile; threads past it are listed with their state and no stack.
-    func otherThreads(except excluded: Set<ThreadID>, threads: [ThreadID], maySignal: Bool = true,
+    func otherThreads(except excluded: ThreadID, threads: [ThreadID], maySignal: Bool = true,
                       deadline: MonotonicInstant) -> [ThreadStack] {
         // One list, sized once (no filtered copy of the thread list first).
         var stacks: [ThreadStack] = []
         stacks.reserveCapacity(threads.count)
-        for tid in threads where !excluded.contains(tid) {
+        for tid in threads where tid != excluded {
             if let stack = otherThread(tid, maySignal: maySignal, deadline: deadline) { stacks.append(stack) }
         }
         return stacks
@@ -81,10 +81,10 @@ struct ReportBuilder {
 
     /// One other thread's state and stack (see ``otherThreads(except:threads:maySignal:deadline:)``).
     private func otherThread(_ tid: ThreadID, maySignal: Bool, deadline: MonotonicInstant) -> ThreadStack? {
-        guard let info = try? ThreadInfo.read(tid) else { return nil }
+        guard let info = ThreadGlance.read(tid) else { return nil }
         let left = deadline - MonotonicClock.now()
         var stack: CapturedStack?
-        if info.syscall.blockedSyscall != nil || !maySignal {
+        if info.syscall != nil || !maySignal {
             stack = try? sampler.captureBlockedStack(of: tid, reusing: scratch.takeCapturedFrames())
         } else if left >= .milliseconds(1) {
             stack = try? sampler.captureStack(of: tid, timeout: min(.milliseconds(20), left))
@@ -97,8 +97,8 @@ struct ReportBuilder {
             stack = nil
             scratch.giveBack(&kept)
         }
-        return ThreadStack(thread: identity(tid, info: info), state: String(info.state.procLetter),
-                           syscall: info.syscall.blockedSyscall?.number, frames: frames)
+        return ThreadStack(thread: ThreadIdentity(id: tid.rawValue, name: info.name), state: String(info.state.procLetter),
+                           syscall: info.syscall, frames: frames)
     }
 
     /// A stack's frames as a report lists them (one array: no intermediate list of symbolized
@@ -170,7 +170,7 @@ struct ReportBuilder {
             duration: f.elapsed,
             durationIsFinal: false,
             otherThreads: f.round.otherThreads?.filter { $0.thread.id != f.thread.rawValue },
-            threadCount: f.round.threads.count,
+            threadCount: f.round.threadCount,
             threadCPU: e.map { e in
                 [ThreadCPUUsage(thread: identity, cpuPercent: e.wallDelta > .zero ? e.cpuTimeDelta / e.wallDelta * 100 : 0)]
             } ?? [],
@@ -276,7 +276,7 @@ struct ReportBuilder {
 /// walking every thread per report would delay the detection of the rest.
 struct RoundFacts {
     var at: MonotonicInstant
-    var threads: [ThreadID]
+    var threadCount: Int
     var otherThreads: [ThreadStack]?
     var process: ProcessStats?
     var topology: [StallwatchReport.NUMANode]

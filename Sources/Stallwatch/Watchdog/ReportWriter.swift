@@ -13,6 +13,14 @@ final class ReportWriter: Sendable {
     // Report id -> file written for it, while the stall may still be updated. Touched on `queue` only;
     // the Mutex is what makes the class Sendable, never contended.
     private let paths = Mutex<[String: String]>([:])
+    /// Reports submitted and not yet taken by the queue, oldest first. The queue takes the list and
+    /// leaves an empty one of the same capacity behind (allocated on its thread), so the watchdog's
+    /// submission appends without allocating. Holds only what was submitted since the queue last
+    /// ran: a handful of reports, as many as the stalls of those few milliseconds brought.
+    private let pending = Mutex<[StallReport]>([])
+    /// Wakes the queue to write `pending`: merging into a user-data source allocates nothing, where
+    /// an `async` block cost its context, its block copy and dispatch's continuation on every report.
+    private let wakeup: WriterWakeup
     private let logger: Logger
     private let onError: @Sendable (String) -> Void
 
@@ -20,21 +28,39 @@ final class ReportWriter: Sendable {
         self.store = store
         self.logger = logger
         self.onError = onError
+        wakeup = WriterWakeup(queue: queue)
+        pending.withLock { $0.reserveCapacity(8) }
+        wakeup.start { [weak self] in self?.writePending() }
     }
+
+    deinit { wakeup.stop() }
 
     /// Queues `report`; returns at once. A final report (``StallReport/durationIsFinal``) closes its id.
     func submit(_ report: StallReport) {
-        queue.async { [self] in
-            let previous = paths.withLock { $0[report.id] }
-            do {
-                let path = try store.write(report, replacing: previous)
-                paths.withLock { p in
-                    if report.durationIsFinal { p[report.id] = nil } else { p[report.id] = path }
-                }
-            } catch {
-                logger.error("cannot write stall report", metadata: ["id": "\(report.id)", "error": "\(error)"])
-                onError("cannot write stall report \(report.id): \(error)")
+        pending.withLock { $0.append(report) }
+        wakeup.signal()
+    }
+
+    /// Writes every report submitted so far, in order. Runs on `queue` only.
+    private func writePending() {
+        let batch = pending.withLock { list -> [StallReport] in
+            let taken = list
+            list.removeAll(keepingCapacity: true)
+            return taken
+        }
+        for report in batch { write(report) }
+    }
+
+    private func write(_ report: StallReport) {
+        let previous = paths.withLock { $0[report.id] }
+        do {
+            let path = try store.write(report, replacing: previous)
+            paths.withLock { p in
+                if report.durationIsFinal { p[report.id] = nil } else { p[report.id] = path }
             }
+        } catch {
+            logger.error("cannot write stall report", metadata: ["id": "\(report.id)", "error": "\(error)"])
+            onError("cannot write stall report \(report.id): \(error)")
         }
     }
 
@@ -43,7 +69,11 @@ final class ReportWriter: Sendable {
     @discardableResult
     func flush(timeout: Duration = .seconds(5)) -> Bool {
         let done = DispatchSemaphore(value: 0)
-        queue.async { done.signal() }
+        // Written here rather than left to the wake-up source: its handler may not be queued yet.
+        queue.async { [self] in
+            writePending()
+            done.signal()
+        }
         return done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout.clampedNanoseconds))) == .success
     }
 }

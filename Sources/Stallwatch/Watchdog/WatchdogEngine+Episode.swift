@@ -301,8 +301,10 @@ extension WatchdogEngine {
     private func finish(_ m: LoopMonitor, _ episode: StallEpisode, duration: Duration) {
         guard let report = episode.report else { return }
         emit(.stallEnded(loop: m.source.name, thread: report.thread.map { ThreadID(rawValue: $0.id) }, duration: duration))
-        // Strings passed as they are (an interpolation would copy them): same output.
-        logger.info("stall ended", metadata: ["loop": .string(m.source.name), "duration": "\(duration)", "id": .string(report.id)])
+        // Strings passed as they are, the duration as itself (the handler asks its description, as
+        // an interpolation would, and copies nothing more): same output.
+        logger.info("stall ended", metadata: ["loop": .string(m.source.name), "duration": .stringConvertible(duration),
+                                              "id": .string(report.id)])
         let final = builder.updated(report, start: episode.start, duration: duration, final: true, samples: m.samples,
                                     cause: cause(of: m))
         writer?.submit(final)
@@ -316,13 +318,14 @@ extension WatchdogEngine {
 
     private func roundFacts(now: MonotonicInstant) -> RoundFacts {
         if let cached = cachedRoundFacts, cached.at == now { return cached }
-        let threads = (try? ThreadList.current()) ?? []
+        // Listed into storage kept from report to report (empty when the listing fails).
+        do { try ThreadList.current(into: &roundThreads) } catch { roundThreads.removeAll(keepingCapacity: true) }
         var others: [ThreadStack]?
-        if case .walkAllThreads = ThreadCountPolicy(cutoff: configuration.threadCountCutoff).evaluate(threadCount: threads.count) {
-            others = builder.otherThreads(except: [ownThread], threads: threads, maySignal: maySignal,
+        if case .walkAllThreads = ThreadCountPolicy(cutoff: configuration.threadCountCutoff).evaluate(threadCount: roundThreads.count) {
+            others = builder.otherThreads(except: ownThread, threads: roundThreads, maySignal: maySignal,
                                           deadline: MonotonicClock.now() + schedule.captureTime)
         }
-        let facts = RoundFacts(at: now, threads: threads, otherThreads: others, process: try? ProcessStats.current(),
+        let facts = RoundFacts(at: now, threadCount: roundThreads.count, otherThreads: others, process: try? ProcessStats.current(),
                                topology: ReportBuilder.numaFacts(stalledThread: nil).nodes)
         cachedRoundFacts = facts
         return facts
@@ -332,10 +335,10 @@ extension WatchdogEngine {
         writer?.submit(report)
         let top = report.blamedStack.isEmpty ? "?" : report.blamedSummary(frames: 1)
         if report.kind == .stall {
-            // Strings passed as they are (an interpolation would copy them): same output.
+            // Strings passed as they are, the duration as itself (see `finish`): same output.
             logger.warning("stall", metadata: [
                 "loop": .string(report.loopName ?? "?"), "cause": .string(report.cause?.kind.rawValue ?? "?"),
-                "duration": "\(report.duration)", "blamed": .string(top), "id": .string(report.id),
+                "duration": .stringConvertible(report.duration), "blamed": .string(top), "id": .string(report.id),
             ])
             emit(.stall(report))
         } else {

@@ -53,6 +53,9 @@ final class WatchdogEngine {
     var lastThreadCPU: [Int32: Duration] = [:]
     /// Facts shared by the reports of one round (see ``RoundFacts``).
     var cachedRoundFacts: RoundFacts?
+    /// The threads listed for ``RoundFacts``: storage kept for the next report's listing, as large
+    /// as the process's thread count has been.
+    var roundThreads: [ThreadID] = []
     /// How often loops that cannot say when they start are looked at.
     let schedule: DetectionSchedule
     private var nextPing: MonotonicInstant?

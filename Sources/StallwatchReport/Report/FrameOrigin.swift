@@ -63,14 +63,28 @@ extension StallReport {
     /// listed. Without any, as before: from the first named frame outside the system's modules,
     /// else from the leaf, every frame.
     public func blamedSummary(frames count: Int = 3) -> String {
-        let names: [String]
+        // Lazily, and a lone name returned as it is: the watchdog asks for one frame on every
+        // stall, and the filtered and mapped lists and their join allocated each time (issue 19).
         if let start = ServiceFrames.firstServiceFrame(in: blamedStack) {
             // The service's frames only: the framework calling its handler is noise in one line.
-            names = blamedStack.dropFirst(start).filter { ServiceFrames.kind(of: $0) == .service }.compactMap(\.symbol)
-        } else {
-            let start = blamedStack.firstIndex { $0.resolvedOrigin == .application && $0.symbol != nil } ?? 0
-            names = blamedStack.dropFirst(start).map { $0.symbol ?? $0.address.description }
+            return Self.summary(blamedStack.dropFirst(start).lazy.filter { ServiceFrames.kind(of: $0) == .service }
+                                    .compactMap { $0.symbol }, count: count)
         }
-        return names.prefix(count).joined(separator: " <- ")
+        let start = blamedStack.firstIndex { $0.resolvedOrigin == .application && $0.symbol != nil } ?? 0
+        return Self.summary(blamedStack.dropFirst(start).lazy.map { $0.symbol ?? $0.address.description }, count: count)
+    }
+
+    /// The first `count` of `names` joined by ` <- `.
+    private static func summary(_ names: some Sequence<String>, count: Int) -> String {
+        var summary = ""
+        for (i, name) in names.prefix(count).enumerated() {
+            if i == 0 {
+                summary = name
+            } else {
+                summary += " <- "
+                summary += name
+            }
+        }
+        return summary
     }
 }
