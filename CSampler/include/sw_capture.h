@@ -145,6 +145,15 @@ int sw_snapshot_release(void);
 int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_frames,
                        sw_stack_t *out);
 
+/// Bytes of stack above SP a blocked thread's scan copies at most.
+#define SW_BLOCKED_SCAN_BYTES (64 * 1024)
+
+/// sw_capture_blocked with the scan's copy in `scratch` (8-byte aligned, `scratch_bytes` long; at
+/// most SW_BLOCKED_SCAN_BYTES are used): no allocation. A NULL or too small scratch is allocated
+/// for the call, as sw_capture_blocked does.
+int sw_capture_blocked_into(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_frames, sw_stack_t *out,
+                            void *scratch, size_t scratch_bytes);
+
 /// The stack of a *running* thread without a signal: the kernel samples it (perf_event_open, a
 /// task-clock event on that thread with its user registers and a copy of its user stack) and the
 /// walk runs on the copy. For threads that block the sampling signal. Waits at most `timeout_ns`

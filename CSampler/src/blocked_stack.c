@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SW_SCAN_BYTES (64 * 1024)
+#define SW_SCAN_BYTES SW_BLOCKED_SCAN_BYTES
 
 
 // A return address points just past a call instruction (sw_arch.h). Code is read with
@@ -135,6 +135,11 @@ static void legacy_scan(const uint64_t *w, uint64_t base, uint64_t nwords, uint6
 }
 
 int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_frames, sw_stack_t *out) {
+    return sw_capture_blocked_into(tid, sc, max_frames, out, NULL, 0);
+}
+
+int sw_capture_blocked_into(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_frames, sw_stack_t *out,
+                            void *scratch, size_t scratch_bytes) {
     if (sc == NULL || out == NULL || max_frames == 0) return SW_ERR_INVALID;
     if (sc->nr == -2 || sc->sp == 0 || sc->pc == 0) return SW_ERR_NOT_BLOCKED;
     if (max_frames > SW_MAX_FRAMES) max_frames = SW_MAX_FRAMES;
@@ -162,7 +167,9 @@ int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_
     out->stack_known = 1;
     uint64_t base = sc->sp & ~7ULL;
     size_t len = hi - base > SW_SCAN_BYTES ? SW_SCAN_BYTES : (size_t)(hi - base);
-    uint64_t *w = malloc(len);
+    // The caller's scratch when it holds the scan (the watchdog asks every round: no malloc then).
+    int own = scratch == NULL || scratch_bytes < len || ((uintptr_t)scratch & 7) != 0;
+    uint64_t *w = own ? malloc(len) : scratch;
     if (w == NULL) return -ENOMEM;
     uint64_t nwords = sw_read_own(w, base, len) / 8;
     // The kernel tells PC and SP, not the frame pointer. The unwind tables need none through the
@@ -193,7 +200,7 @@ int sw_capture_blocked(int32_t tid, const sw_thread_syscall_t *sc, uint32_t max_
     }
     out->table_frames = (uint8_t)(res.table_frames > 255 ? 255 : res.table_frames);
     out->truncated = out->stop_reason != SW_STOP_ROOT;
-    free(w);
+    if (own) free(w);
     return 0;
 }
 

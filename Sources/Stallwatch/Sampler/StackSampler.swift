@@ -169,8 +169,9 @@ package final class StackSampler: Sendable {
         }
         guard sc.nr >= 0 else { return nil }
         var storage = storage
-        let result: Result<CapturedStack, SamplerError> = blockedBuffer.with { raw in
-            let rc = sw_capture_blocked(thread.rawValue, &sc, UInt32(configuration.maxFrames), raw)
+        let result: Result<CapturedStack, SamplerError> = blockedBuffer.with { raw, scratch in
+            let rc = sw_capture_blocked_into(thread.rawValue, &sc, UInt32(configuration.maxFrames), raw,
+                                             scratch, BlockedCaptureBuffer.scratchBytes)
             if rc != 0 {
                 return .failure(SamplerError.from(code: rc, thread: thread, signal: configuration.signal,
                                                   timeout: .zero, operation: "scanning the stack of \(thread)"))

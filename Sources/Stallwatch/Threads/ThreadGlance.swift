@@ -1,8 +1,9 @@
 import CSampler
 
 /// What a report lists of another thread: its name, its state and the system call it is blocked
-/// in, read from the files ``ThreadInfo/read(_:)`` reads. Without the call's arguments: a report
-/// lists every thread of the process, and their array was allocated for each blocked one.
+/// in, from its `stat` and `syscall` files. Without the call's arguments or the signal mask: a
+/// report lists every thread of the process, and the arguments' array was allocated for each
+/// blocked one (a `status` read per thread bought nothing the report shows).
 struct ThreadGlance {
     var name: String
     var state: ThreadState
@@ -13,9 +14,6 @@ struct ThreadGlance {
     static func read(_ tid: ThreadID) -> ThreadGlance? {
         var stat = sw_thread_stat_t()
         guard sw_thread_stat(tid.rawValue, &stat) == 0 else { return nil }
-        // Unused, but read as ThreadInfo reads it: a thread gone by then is not listed either.
-        var mask: UInt64 = 0
-        guard sw_thread_sigblk(tid.rawValue, &mask) == 0 else { return nil }
         var call = sw_thread_syscall_t()
         guard sw_thread_syscall(tid.rawValue, &call) == 0 else { return nil }
         // As SyscallState: -2 is running, -1 blocked outside a system call.
