@@ -57,6 +57,10 @@ typedef struct sw_cfi_object {
 /// keyed by PC and object (see unwind_table.c). async-signal-safe, and no system call (handlers).
 int sw_cfi_find_row(uint64_t pc, sw_cfi_row_t *row, sw_cfi_object_t *last);
 
+/// Asks for the row cache's line for `pc` ahead of its lookup (a hint: no effect on results).
+/// async-signal-safe.
+void sw_cfi_row_prefetch(uint64_t pc);
+
 /// Makes sw_cfi_find_row's row cache resident (outside handlers: it writes every page once).
 void sw_cfi_row_cache_touch(void);
 

@@ -499,6 +499,11 @@ static void row_cache_put(uint64_t pc, uint64_t obj, uint64_t hdr, int rc, const
     atomic_store_explicit(&s->seq, q + 2, memory_order_release);
 }
 
+// async-signal-safe: a prefetch hint only (never faults).
+void sw_cfi_row_prefetch(uint64_t pc) {
+    __builtin_prefetch(row_slot(pc), 0, 3);
+}
+
 // Not for handlers: makes the cache's pages resident, so that no handler takes the page fault of
 // a first write to them (a kernel entry in the middle of a sample). Adding zero changes no slot
 // and is atomic, so handlers using the cache meanwhile are not disturbed.
