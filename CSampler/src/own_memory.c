@@ -4,6 +4,8 @@
 #include "sw_internal.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -69,11 +71,25 @@ uint64_t sw_mapped_unverified_count(void) {
 }
 
 // async-signal-safe (a system call).
+// This process's id, for process_vm_readv: glibc no longer caches getpid(), and a guarded walk
+// reads a few words at a time (a system call each), so asking it every time doubled their count.
+// Set at load and again in a forked child.
+static _Atomic pid_t g_self_pid;
+
+static void note_self_pid(void) { atomic_store_explicit(&g_self_pid, getpid(), memory_order_relaxed); }
+
+__attribute__((constructor)) static void init_self_pid(void) {
+    note_self_pid();
+    pthread_atfork(NULL, NULL, note_self_pid);
+}
+
 size_t sw_read_own(void *dst, uint64_t src, size_t len) {
     struct iovec local = {.iov_base = dst, .iov_len = len};
     struct iovec remote = {.iov_base = (void *)(uintptr_t)src, .iov_len = len};
     int saved = errno;
-    long r = syscall(SYS_process_vm_readv, (long)getpid(), &local, 1UL, &remote, 1UL, 0UL);
+    pid_t self = atomic_load_explicit(&g_self_pid, memory_order_relaxed);
+    if (self <= 0) self = getpid();
+    long r = syscall(SYS_process_vm_readv, (long)self, &local, 1UL, &remote, 1UL, 0UL);
     errno = saved;
     return r < 0 ? 0 : (size_t)r;
 }

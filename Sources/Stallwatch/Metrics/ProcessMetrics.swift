@@ -66,7 +66,7 @@ public final class ProcessMetrics: Sendable {
         }
         if let startup { gauge("process_startup_seconds", []).record(startup) }
 
-        let cores = max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1)
+        let cores = OnlineCPUs.count
         gauge("cpu_logical_cores", []).record(cores)
         let processCPU = try? ProcessCPUClock().elapsed()
         let systemCPU = SystemFigures.read("/proc/stat").flatMap(SystemFigures.parseCPUTimes)

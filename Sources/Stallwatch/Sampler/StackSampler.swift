@@ -157,11 +157,19 @@ package final class StackSampler: Sendable {
         return stack
     }
 
-    private func blockedStackIfBlocked(_ thread: ThreadID, reusing storage: consuming [UInt] = []) throws(SamplerError) -> CapturedStack? {
+    /// The same with the thread's `syscall` file read through `files` (kept open by the watchdog,
+    /// which asks every round while a loop is suspected).
+    package func captureBlockedStack(_ files: TaskFiles) throws(SamplerError) -> CapturedStack {
+        guard let stack = try blockedStackIfBlocked(files.tid, files: files) else { throw .notBlocked(files.tid) }
+        return stack
+    }
+
+    private func blockedStackIfBlocked(_ thread: ThreadID, files: TaskFiles? = nil,
+                                       reusing storage: consuming [UInt] = []) throws(SamplerError) -> CapturedStack? {
         // The kernel reports the caller as "in" the read of its own syscall file: it is not blocked.
         guard thread != .current else { return nil }
         var sc = sw_thread_syscall_t()
-        let rc = sw_thread_syscall(thread.rawValue, &sc)
+        let rc = files.map { $0.syscall(&sc) } ?? sw_thread_syscall(thread.rawValue, &sc)
         if rc == -ESRCH { throw .threadGone(thread) }
         guard rc == 0 else {
             throw SamplerError.from(code: rc, thread: thread, signal: configuration.signal,

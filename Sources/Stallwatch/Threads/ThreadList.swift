@@ -53,10 +53,22 @@ package enum ThreadList {
 
     /// How many threads this process has now.
     /// - Throws: ``ThreadError`` when `/proc/self/task` cannot be read.
-    package static func count() throws(ThreadError) -> Int {
+    /// `directory`: as in ``current(into:directory:)``.
+    package static func count(directory: Int32 = -1) throws(ThreadError) -> Int {
         var count = 0
-        let rc = sw_threads_list(nil, 0, &count)
+        let rc = directory >= 0 ? sw_threads_list_fd(directory, nil, 0, &count) : sw_threads_list(nil, 0, &count)
         guard rc == 0 else { throw ThreadError(code: rc, operation: "listing /proc/self/task") }
         return count
     }
+}
+
+/// `/proc/self/task` kept open, for listings every watchdog round (an open and a close saved each
+/// time; ``ThreadList`` lists it again from its start). Listed by path when it cannot be opened.
+package final class TaskDirectory {
+    /// The descriptor, or a negative errno when it could not be opened.
+    package let descriptor: Int32
+
+    package init() { descriptor = sw_task_dir_open() }
+
+    deinit { if descriptor >= 0 { close(descriptor) } }
 }

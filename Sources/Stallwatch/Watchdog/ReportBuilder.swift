@@ -175,7 +175,7 @@ struct ReportBuilder {
                 [ThreadCPUUsage(thread: identity, cpuPercent: e.wallDelta > .zero ? e.cpuTimeDelta / e.wallDelta * 100 : 0)]
             } ?? [],
             process: f.round.process.map { ProcessFacts(cpuPercent: f.processCPUPercent, residentBytes: $0.residentBytes,
-                                                        cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) },
+                                                        cores: OnlineCPUs.count) },
             numa: f.round.numa(f.evidence?.info),
             configuration: configuration,
             counters: f.counters,

@@ -55,7 +55,7 @@ enum StallEvidence {
         let cpuDelta = baseline.map { cpuNow - $0.cpuTime } ?? .zero
         var waitDelta: Duration?
         if let b = baseline?.runQueueWait, let w = waitNow { waitDelta = w - b }
-        let cores = max(Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), 1)
+        let cores = OnlineCPUs.count
         var evidence = ThreadEvidence(state: state, syscall: syscall, fdKind: fdKind, cpuTimeDelta: cpuDelta,
                                       wallDelta: wallDelta, runQueueWaitDelta: waitDelta, threadCount: threadCount,
                                       cores: cores)

@@ -19,12 +19,13 @@ struct ThreadCensus {
     private var runnableAt: MonotonicInstant?
     /// Storage for listing the threads, kept from round to round (no allocation per round).
     private var tids: [ThreadID] = []
+    private let directory = TaskDirectory()
 
     /// Threads of this process (0 when they cannot be listed).
     mutating func threadCount(round now: MonotonicInstant) -> Int {
         start(now)
         if let count { return count }
-        let listed = (try? ThreadList.count()) ?? 0
+        let listed = (try? ThreadList.count(directory: directory.descriptor)) ?? 0
         count = listed
         return listed
     }
@@ -45,7 +46,7 @@ struct ThreadCensus {
     }
 
     private mutating func readRunnable() -> Int? {
-        do { try ThreadList.current(into: &tids) } catch { return nil }
+        do { try ThreadList.current(into: &tids, directory: directory.descriptor) } catch { return nil }
         var stat = sw_thread_stat_t()
         return tids.reduce(0) { count, tid in
             sw_thread_stat(tid.rawValue, &stat) == 0 && stat.state == CChar(UInt8(ascii: "R")) ? count + 1 : count

@@ -16,7 +16,7 @@ extension WatchdogEngine {
             lastCPUAt = now
         }
         guard let last = lastProcessCPU, let at = lastCPUAt else { return }
-        let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let cores = OnlineCPUs.count
         let wall = now - at
         let processDelta = cpu - last
         // Per-thread figures only when the process is busy enough for them to matter.

@@ -129,7 +129,10 @@ extension WatchdogEngine {
             if count > 0 { metrics?.recordSamples(count: count, handlerTime: handlerTime) }
         }
         // Asked every round, mostly of a running thread (no stack): no storage is handed over for it.
-        if let blocked = try? sampler.captureBlockedStack(of: thread) {
+        // Through the loop's kept `syscall` descriptor once its evidence opened it (every round of
+        // a suspected loop), by path before (a short busy period never opens them).
+        let files = m.taskFiles.flatMap { $0.tid == thread ? $0 : nil }
+        if let blocked = try? (files.map { try sampler.captureBlockedStack($0) } ?? sampler.captureBlockedStack(of: thread)) {
             metrics?.recordSamples(count: 1, handlerTime: blocked.handlerTime)
             m.append(blocked)
         }
