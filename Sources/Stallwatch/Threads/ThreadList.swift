@@ -53,8 +53,12 @@ package enum ThreadList {
 
     /// How many threads this process has now.
     /// - Throws: ``ThreadError`` when `/proc/self/task` cannot be read.
-    /// `directory`: as in ``current(into:directory:)``.
-    package static func count(directory: Int32 = -1) throws(ThreadError) -> Int {
+    package static func count() throws(ThreadError) -> Int {
+        try count(directory: -1)
+    }
+
+    /// The same through `directory`, as in ``current(into:directory:)``.
+    package static func count(directory: Int32) throws(ThreadError) -> Int {
         var count = 0
         let rc = directory >= 0 ? sw_threads_list_fd(directory, nil, 0, &count) : sw_threads_list(nil, 0, &count)
         guard rc == 0 else { throw ThreadError(code: rc, operation: "listing /proc/self/task") }
