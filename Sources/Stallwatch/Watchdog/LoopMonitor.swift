@@ -72,6 +72,10 @@ final class LoopMonitor {
     /// Whether a stall is in progress.
     var inStall: Bool { detector.isInStall }
 
+    /// The round that last stepped this loop: a round steps the loops awaiting detection first and
+    /// the others after, and a loop it reported in the first pass is not awaiting any more.
+    var steppedInRound: MonotonicInstant?
+
     /// Samples appended over the monitor's life: unchanged since ``signatureAt``, the stall's
     /// identity cannot have changed either.
     private(set) var samplesAdded = 0

@@ -171,7 +171,8 @@ final class WatchdogEngine {
         // yet go first. With many loops stalled at once, the round's evidence and samples of the
         // others (tens of ms on saturated CPUs) would otherwise come before their detection.
         for pass in 0..<2 {
-        for m in monitors.values where isAwaitingDetection(m, now: now) == (pass == 0) {
+        for m in monitors.values where m.steppedInRound != now && (pass == 1 || isAwaitingDetection(m, now: now)) {
+            m.steppedInRound = now
             // Before the next ping is posted: the answered one's latency is read exactly once.
             let lag = m.source.takeLag()
             if let metrics, let lag { metrics.recordLag(loop: m.source.name, lag) }
