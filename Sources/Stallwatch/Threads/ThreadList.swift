@@ -72,6 +72,7 @@ package final class TaskDirectory {
     /// The descriptor, or a negative errno when it could not be opened.
     package let descriptor: Int32
 
+    /// Opens `/proc/self/task`; closed when this is released.
     package init() { descriptor = sw_task_dir_open() }
 
     deinit { if descriptor >= 0 { close(descriptor) } }

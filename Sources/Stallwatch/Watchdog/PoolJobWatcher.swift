@@ -68,11 +68,7 @@ final class PoolJobWatcher {
     private var scans = 0
     /// The thread listing, its storage reused from scan to scan, and /proc/self/task kept open for it.
     private var tids: [ThreadID] = []
-    private let taskDirectory = sw_task_dir_open()
-
-    deinit {
-        if taskDirectory >= 0 { close(taskDirectory) }
-    }
+    private let taskDirectory = TaskDirectory()
 
     init(sampler: StackSampler, symbolizer: Symbolizer) {
         self.sampler = sampler
@@ -104,7 +100,7 @@ final class PoolJobWatcher {
     func scan(now: MonotonicInstant, maySignal: Bool = true) -> Bool {
         PoolScanCost.scanCount.add(1, ordering: .relaxed)
         PoolScanCost.procReadCount.add(1, ordering: .relaxed)
-        guard let frames, (try? ThreadList.current(into: &tids, directory: taskDirectory)) != nil else { return false }
+        guard let frames, (try? ThreadList.current(into: &tids, directory: taskDirectory.descriptor)) != nil else { return false }
         scans += 1
         var changed = false
         let own = ThreadID.current
