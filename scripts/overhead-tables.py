@@ -205,9 +205,10 @@ def server_figures(f):
         rows.append([num(r["round"]), "on" if r["watchdog"] else "off", num(r["wrk"]["requestsPerSecond"], 0),
                      num(r["wrk"]["latencyP99Milliseconds"], 2), num(r["serverCPUMicrosecondsPerRequest"], 1),
                      num(r.get("watchdogCPUPercentOfCore"), 4) if r["watchdog"] else "—",
-                     num(idle.get("loopWakeupsPerSecond"), 2) if idle else "—", num(r["stallEvents"])])
+                     num(idle.get("loopWakeupsPerSecond"), 2) if idle else "—",
+                     num(idle.get("poolWakeupsPerSecond"), 2) if idle else "—", num(r["stallEvents"])])
     return table(["round", "watchdog", "req/s", "p99 ms", "server CPU µs/request", "watchdog thread % of a core",
-                  "idle loop wake-ups/s (all loops)", "stalls reported"], rows)
+                  "idle loop wake-ups/s (all loops)", "idle pool wake-ups/s", "stalls reported"], rows)
 
 
 def generic_figures(f):

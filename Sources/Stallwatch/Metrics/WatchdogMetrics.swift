@@ -13,7 +13,7 @@ import Synchronization
 /// |---|---|---|---|
 /// | `stallwatch_stalls_total` | counter | `loop`, `cause` | stalls reported (first report of each) |
 /// | `stallwatch_stall_duration_seconds` | timer | `loop`, `cause` | final duration of each reported stall |
-/// | `stallwatch_loop_lag_seconds` | timer | `loop` | every ping's latency; a heartbeat loop's longest busy period per round |
+/// | `stallwatch_loop_lag_seconds` | timer | `loop` | every ping's latency (an idle pool or NIO loop is looked at, not pinged: no sample); a heartbeat loop's longest busy period per round |
 /// | `stallwatch_reports_filtered_total` | counter | `loop`, `reason` | stalls not reported: `trivial_stack`, `annealing`, `rate_limited` |
 /// | `stallwatch_feedback_loops_total` | counter | `loop` | keys counted past their threshold in one busy period |
 /// | `stallwatch_busy_loops_total` | counter | `loop` | ping-probed loops busy for `busyLoopWindow` without stalling |

@@ -40,12 +40,24 @@ public final class PingProbe: Sendable {
     private let idleCPU = Atomic<UInt64>(UInt64.max)
     private let freeAt = Atomic<UInt64>(0)
     private let counters = LookCounters()
+    /// Whether this probe pings the cooperative pool (``cooperativePool(name:priority:)``): then
+    /// the pool's workers are looked at instead while one of them waits for work (see
+    /// ``lookAtPool(_:)``), and the name they carry is learnt from the thread that ran a ping.
+    let watchesCooperativePool: Bool
+    private let poolWorkerName = Mutex<String?>(nil)
 
     /// A probe that posts its jobs with `post`. The closure must only enqueue the job, never run it
     /// inline on the caller (the watchdog's own thread).
     public init(name: String, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
         self.name = name
         self.post = post
+        self.watchesCooperativePool = false
+    }
+
+    init(name: String, watchesCooperativePool: Bool, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+        self.name = name
+        self.post = post
+        self.watchesCooperativePool = watchesCooperativePool
     }
 
     /// How late the last ping ran after it was posted.
@@ -72,6 +84,46 @@ public final class PingProbe: Sendable {
             answered.add(1, ordering: .releasing)
             postedAt.store(0, ordering: .releasing)
         }
+    }
+
+    /// The name of the pool's workers: the name of the thread that ran the last ping, read once
+    /// (a /proc read on the watchdog thread; nothing is added to the ping itself).
+    private func learntPoolWorkerName() -> String? {
+        if let known = poolWorkerName.withLock({ $0 }) { return known }
+        guard let tid = thread else { return nil }
+        var stat = sw_thread_stat_t()
+        guard sw_thread_stat(tid.rawValue, &stat) == 0 else { return nil }
+        let name = withUnsafeBytes(of: stat.name) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+        // Only a libdispatch worker's name tells its pool (see ``PoolJobWatcher``).
+        guard name.hasSuffix("-qos") else { return nil }
+        poolWorkerName.withLock { $0 = name }
+        return name
+    }
+
+    /// Called by the watchdog once per ping period, in place of ``lookOrPing()``, for a probe that
+    /// ``watchesCooperativePool``, right after `watcher` scanned the pool's threads. A pool with a
+    /// worker waiting for work starts a job at once (libdispatch wakes a waiting worker for each
+    /// job it is given), so it is free and nothing is posted: an idle pool is never woken. Only when
+    /// every worker is away from its wait is a ping posted, and the thread its report samples, until
+    /// the ping runs, is one of those workers. Before the first ping ran, the pool's workers are not
+    /// known by name, so it is pinged.
+    func lookAtPool(_ watcher: PoolJobWatcher) {
+        guard postedAt.load(ordering: .acquiring) == 0 else { return }
+        guard let workerName = learntPoolWorkerName() else {
+            pingIfIdle()
+            return
+        }
+        let look = watcher.look(atPoolNamed: workerName)
+        if look.free {
+            counters.looks.add(1, ordering: .relaxed)
+            freeAt.store(MonotonicClock.nowNanoseconds(), ordering: .relaxed)
+            return
+        }
+        counters.busy.add(1, ordering: .relaxed)
+        if let worker = look.busyWorker { threadID.store(worker.rawValue, ordering: .relaxed) }
+        pingIfIdle()
     }
 
     /// The latency of the ping answered since the last call, or `nil`. One ping is outstanding at a

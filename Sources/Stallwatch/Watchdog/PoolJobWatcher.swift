@@ -36,7 +36,12 @@ final class PoolJobWatcher {
         let probe = HeartbeatProbe(name: PoolJobWatcher.loopName)
         /// Its syscall and schedstat files, kept open: read every scan the thread has run since.
         let files: TaskFiles
-        init(_ tid: ThreadID) { files = TaskFiles(tid) }
+        /// Its name (`oot.default-qos`): which root queue, so which priority's pool, it serves.
+        let name: String
+        init(_ tid: ThreadID, name: String) {
+            files = TaskFiles(tid)
+            self.name = name
+        }
         /// The last scan that listed the thread (one that did not has seen it exit).
         var seen = 0
         var job: PoolJob?
@@ -52,6 +57,12 @@ final class PoolJobWatcher {
         /// SP, PC and first argument every time, and no job ever waits at that very SP and PC.
         /// Known, so an idle worker costs one /proc read per scan, not a stack scan.
         var idleWaits: [sw_thread_syscall_t] = []
+        /// Per entry of ``idleWaits``: whether its stack held nothing but libdispatch and libc, so
+        /// the worker waits for work there. A `DispatchQueue.global()` block blocked outside any
+        /// Swift job is "outside any job" too, but it has its client's frames and keeps the worker.
+        var waitsForWork: [Bool] = []
+        /// Whether the last scan found the thread waiting for work (see ``waitsForWork``).
+        var idleForWork = false
         /// The thread's CPU time (ns) when a scan last saw it in one of its ``idleWaits``: while its
         /// CPU clock still reads that, it has not run since, so it still waits there and its /proc
         /// files are not read at all.
@@ -102,6 +113,7 @@ final class PoolJobWatcher {
         PoolScanCost.procReadCount.add(1, ordering: .relaxed)
         guard let frames, (try? ThreadList.current(into: &tids, directory: taskDirectory.descriptor)) != nil else { return false }
         scans += 1
+        lastScan = now
         var changed = false
         let own = ThreadID.current
         // Every thread listed now is stamped with this scan; the ones not stamped have exited.
@@ -117,12 +129,12 @@ final class PoolJobWatcher {
                     if other.retry > scans { continue }
                 }
                 PoolScanCost.procReadCount.add(1, ordering: .relaxed)
-                guard Self.isDispatchWorker(tid) else {
+                guard let name = Self.dispatchWorkerName(tid) else {
                     others[tid] = (retry: scans + 16, seen: scans)
                     continue
                 }
                 others[tid] = nil
-                thread = PoolThread(tid)
+                thread = PoolThread(tid, name: name)
                 threads[tid] = thread
                 changed = true
             }
@@ -151,6 +163,8 @@ final class PoolJobWatcher {
             return
         }
         thread.idleCPU = nil
+        let wasIdleForWork = thread.idleForWork
+        thread.idleForWork = false
         var call = sw_thread_syscall_t()
         PoolScanCost.procReadCount.add(2, ordering: .relaxed)
         guard thread.files.syscall(&call) == 0 else { return }
@@ -161,22 +175,31 @@ final class PoolJobWatcher {
         let previous = thread.last
         let demandSince = previous.flatMap { p in sched && run &+ wait >= p.demand ? run &+ wait - p.demand : nil }
         let job: PoolJob??  // nil: no new evidence, keep the previous conclusion
-        if call.nr >= 0, thread.idleWaits.contains(where: { Self.sameWait($0, call) }) {
+        if call.nr >= 0, let wait = thread.idleWaits.firstIndex(where: { Self.sameWait($0, call) }) {
             thread.blockedAt = nil
             thread.cpu = nil
+            thread.idleForWork = thread.waitsForWork[wait]
             job = .some(nil)
             // Read before the syscall file: a thread that ran in between has a newer clock.
             if clockRead { thread.idleCPU = cpuNow }
         } else if call.nr >= 0 {
             if let before = thread.blockedAt, Self.sameWait(before.call, call), before.timeslices == slices {
                 job = nil // it has not run since: the same wait in the same job (or the same idle wait)
+                thread.idleForWork = wasIdleForWork
                 // Still where the last conclusion left it, now: a job's end lies after this scan.
                 if thread.last != nil { thread.last = (now, run &+ wait, false) }
             } else {
                 thread.blockedAt = (call, slices)
                 let stack = try? sampler.captureBlockedStack(of: tid)
                 job = stack.flatMap { identify($0, frames, thread: thread, running: false) }
-                if stack != nil, case .some(.none) = job, thread.idleWaits.count < 4 { thread.idleWaits.append(call) }
+                if let stack, case .some(.none) = job {
+                    let forWork = stack.isWhole && isWorkerWait(stack)
+                    thread.idleForWork = forWork
+                    if thread.idleWaits.count < 4 {
+                        thread.idleWaits.append(call)
+                        thread.waitsForWork.append(forWork)
+                    }
+                }
             }
             thread.cpu = nil
         } else if call.nr == -2 {
@@ -273,13 +296,52 @@ final class PoolJobWatcher {
     /// The cooperative pool's threads are libdispatch workers of a non-overcommit root queue, named
     /// after it (`com.apple.root.default-qos`, cut to its last 15 bytes: `oot.default-qos`).
     /// Overcommit workers (`-qos.overcommit`: serial queues, the dispatch manager) run no pool jobs.
-    private static func isDispatchWorker(_ tid: ThreadID) -> Bool {
+    /// Returns the worker's name, or `nil` for any other thread.
+    private static func dispatchWorkerName(_ tid: ThreadID) -> String? {
         var stat = sw_thread_stat_t()
-        guard sw_thread_stat(tid.rawValue, &stat) == 0 else { return false }
+        guard sw_thread_stat(tid.rawValue, &stat) == 0 else { return nil }
         let name = withUnsafeBytes(of: stat.name) { raw in
             String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
         }
-        return name.hasSuffix("-qos")
+        return name.hasSuffix("-qos") ? name : nil
+    }
+
+    /// Whether a blocked worker's stack is its wait for work: every frame in libdispatch or libc
+    /// (the worker's own loop), none of a client's. Read once per wait learnt, not per scan.
+    private func isWorkerWait(_ stack: CapturedStack) -> Bool {
+        !stack.frames.isEmpty && stack.frames.allSatisfy { address in
+            guard let module = symbolizer.symbolize(address).module else { return false }
+            let file = module.split(separator: "/").last ?? Substring(module)
+            return file.hasPrefix("libdispatch.so") || file.hasPrefix("libc.so")
+        }
+    }
+
+    // MARK: - the pool's own look (in place of its ping)
+
+    /// Whether the last scan found `tid` waiting for work (`nil`: not a pool thread it knows).
+    func waitsForWork(_ tid: ThreadID) -> Bool? { threads[tid]?.idleForWork }
+
+    /// The last scan, if any ran.
+    private(set) var lastScan: MonotonicInstant?
+
+    /// What the last scan saw of the pool whose workers are named `workerName`: whether it can
+    /// start a job now (a worker of it waits for work, or it has no worker, so nothing of it runs),
+    /// and otherwise one of its workers away from its wait, longest in a job first (the thread a
+    /// starved pool's report samples).
+    func look(atPoolNamed workerName: String) -> (free: Bool, busyWorker: ThreadID?) {
+        var any = false
+        var busy: ThreadID?
+        var busySince: MonotonicInstant?
+        for (tid, thread) in threads where thread.name == workerName {
+            any = true
+            if thread.idleForWork { return (true, nil) }
+            if let since = thread.probe.busySince {
+                if busySince.map({ since < $0 }) ?? true { (busy, busySince) = (tid, since) }
+            } else if busy == nil {
+                busy = tid
+            }
+        }
+        return (!any, busy)
     }
 }
 

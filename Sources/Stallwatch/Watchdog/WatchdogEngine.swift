@@ -125,7 +125,15 @@ final class WatchdogEngine {
         }
         for s in userSources { add(s) }
         for probe in poolProbes { add(.heartbeat(probe)) }
+        poolIsLookedAt = poolWatcher != nil && userSources.contains {
+            if case .ping(let p) = $0 { return p.watchesCooperativePool }
+            return false
+        }
     }
+
+    /// Whether a cooperative pool's ping is replaced by looks at its workers (see
+    /// ``PingProbe/lookAtPool(_:)``), which need a scan in every round a ping is due.
+    private var poolIsLookedAt = false
 
     /// Hands an event to its consumers, timing them (see ``deliveryTime``).
     func emit(_ event: WatchdogEvent) {
@@ -157,14 +165,15 @@ final class WatchdogEngine {
         metrics?.updateProcess(now: now)
         captureBudget = CaptureBudget(end: now + schedule.captureTime, limit: schedule.captureTime)
         var next = now + configuration.checkPeriod
+        let pingDue = nextPing.map { now >= $0 } ?? true
         if let poolWatcher {
-            if poolWatcher.anyInJob || nextPoolScan.map({ now >= $0 }) ?? true {
+            // A pool looked at in place of its ping is looked at through a scan of this round.
+            if poolWatcher.anyInJob || nextPoolScan.map({ now >= $0 }) ?? true || (pingDue && poolIsLookedAt) {
                 if poolWatcher.scan(now: now, maySignal: maySignal) { syncMonitors() }
                 nextPoolScan = now + schedule.poolScanPeriod
             }
             if let scan = nextPoolScan, scan < next { next = scan }
         }
-        let pingDue = nextPing.map { now >= $0 } ?? true
         var anyActive = false
         var anyPing = false
         // Two passes: loops whose busy period has passed the threshold and that are not reported
@@ -182,7 +191,13 @@ final class WatchdogEngine {
             // After the step: a new ping posted before it would hide when the answered one ran.
             if case .ping(let p) = m.source {
                 anyPing = true
-                if pingDue && settled { p.lookOrPing() }
+                if pingDue && settled {
+                    if p.watchesCooperativePool, let poolWatcher, poolWatcher.lastScan == now {
+                        p.lookAtPool(poolWatcher)
+                    } else {
+                        p.lookOrPing()
+                    }
+                }
             }
             // Wake exactly when a busy loop becomes suspect (to start sampling: the report needs
             // samples from before the threshold) and when it crosses the threshold.

@@ -1,0 +1,101 @@
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+@testable import Stallwatch
+
+/// The cooperative pool's probe looks at the pool's workers instead of pinging while one of them
+/// waits for work: an idle pool is not woken 25 times a second, and a starved one is still reported.
+@Suite("Cooperative pool looked at, not pinged", .serialized)
+struct PoolLookTests {
+    static let threshold = Duration.milliseconds(300)
+
+    /// A watchdog with pool-job watching on (the default) and the pool's probe, past its first
+    /// ping (which names the pool's workers) and a few idle rounds.
+    func watch(_ body: (PingProbe, EventLog) async throws -> Void) async throws {
+        let log = EventLog()
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: Self.threshold)) { log.append($0) }
+        let probe = PingProbe.cooperativePool()
+        watchdog.monitor(probe)
+        try watchdog.start()
+        defer { watchdog.stop() }
+        try await Task.sleep(for: .milliseconds(400))
+        try await body(probe, log)
+    }
+
+    @Test("an idle pool gets looks, not pings")
+    func idlePool() async throws {
+        try await watch { probe, log in
+            let before = probe.lookCounts
+            try await Task.sleep(for: .seconds(1))
+            let after = probe.lookCounts
+            // A ping every 40 ms would be 25; the test's own awaits may catch a worker away once or twice.
+            #expect(after.pings - before.pings <= 3, "\(before) → \(after)")
+            #expect(after.looks - before.looks >= 10, "\(before) → \(after)")
+            #expect(log.stalls.isEmpty)
+        }
+    }
+
+    /// Every worker of the pool blocked in Swift jobs until one deadline (as many jobs as the
+    /// pool has workers: libdispatch adds one beyond the CPU count when all of them stay blocked
+    /// about a second, and keeps it a while): the pool starves, and its probe must say so.
+    @Test("a pool whose every worker blocks is reported once, blaming a blocked job")
+    func starvedPool() async throws {
+        try await watch { probe, log in
+            let pingsBefore = probe.lookCounts.pings
+            let count = max(ProcessInfo.processInfo.activeProcessorCount, Self.workers(named: "oot.default-qos").count, 1)
+            let deadline = ContinuousClock.now + .milliseconds(900)
+            let jobs = (0..<count).map { _ in
+                Task.detached { poolFixtureBlockingSleep(milliseconds: Int(max(deadline - ContinuousClock.now, .zero) / .milliseconds(1))) }
+            }
+            for job in jobs { await job.value }
+            #expect(eventually(timeout: .seconds(2)) { log.ended.count >= 1 })
+            try await Task.sleep(for: .milliseconds(200))
+            let reports = log.stalls.filter { $0.loopName == probe.name }
+            #expect(Set(reports.map(\.id)).count == 1, "\(reports.map { ($0.id, $0.duration) })")
+            #expect(probe.lookCounts.pings > pingsBefore, "the busy pool was pinged")
+            let last = try #require(reports.last)
+            #expect(last.blamedStack.contains { $0.symbol?.contains("poolFixtureBlockingSleep") == true },
+                    "\(last.blamedStack.compactMap(\.symbol).prefix(10))")
+            // Ping-timed: the start is within one ping period (40 ms) of the blocking, the end within a round.
+            let ended = log.events.withLock { $0.first { $0.kind == .stallEnded && $0.loop == probe.name }?.duration }
+            let duration = try #require(ended)
+            #expect(duration >= .milliseconds(800) && duration <= .milliseconds(1000), "\(duration), \(count) jobs")
+        }
+    }
+
+    /// A `DispatchQueue.global()` block runs on the same workers as Swift jobs, outside any job:
+    /// blocked in it, a worker is away, not waiting for work, though no `swift_job_run` is on its stack.
+    @Test("a worker blocked in a dispatch block is not taken for one waiting for work")
+    func workerInDispatchBlock() throws {
+        let watcher = PoolJobWatcher(sampler: try StackSampler(), symbolizer: .shared)
+        try #require(watcher.isAvailable)
+        let blocked = Atomic<Int32>(0)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            blocked.store(ThreadID.current.rawValue, ordering: .relaxed)
+            stallwatchFixtureSleep(microseconds: 600_000)
+            done.signal()
+        }
+        #expect(eventually(timeout: .seconds(1)) { blocked.load(ordering: .relaxed) != 0 })
+        usleep(20_000)
+        // Two scans: the first learns each worker's wait, the second reads it back.
+        _ = watcher.scan(now: MonotonicClock.now())
+        _ = watcher.scan(now: MonotonicClock.now())
+        let tid = ThreadID(rawValue: blocked.load(ordering: .relaxed))
+        #expect(watcher.waitsForWork(tid) == false)
+        done.wait()
+        usleep(20_000)
+        _ = watcher.scan(now: MonotonicClock.now())
+        _ = watcher.scan(now: MonotonicClock.now())
+        #expect(watcher.waitsForWork(tid) == true, "back in its wait for work after the block")
+    }
+
+    static func workers(named name: String) -> [String] {
+        let tids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tids.filter { tid in
+            (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8))?.hasPrefix(name) == true
+        }
+    }
+}
