@@ -276,6 +276,45 @@ struct PingProbeTests {
 
 @Suite("Watchdog report delivery", .serialized)
 struct WatchdogDeliveryTests {
+    @Test("a watchdog stopped from its own event handler and then released still writes its final report")
+    func stoppedFromHandlerAndReleased() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sw-handler-stop-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let holder = Mutex<Watchdog?>(nil)
+        let released = DispatchSemaphore(value: 0)
+        final class ReleaseSignal: Sendable {
+            let semaphore: DispatchSemaphore
+            init(_ semaphore: DispatchSemaphore) { self.semaphore = semaphore }
+            deinit { semaphore.signal() }
+        }
+        let probe: HeartbeatProbe
+        do {
+            let signal = ReleaseSignal(released)
+            let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(200)), reportDirectory: dir) { event in
+                _ = signal  // released with the handler, so with the watchdog
+                // The first report of a stall still in progress: stopping now cuts it short, and
+                // its final report is the last thing the watchdog submits.
+                if event.kind == .stall { holder.withLock { $0 }?.stop() }
+            }
+            holder.withLock { $0 = watchdog }
+            probe = watchdog.makeProbe(name: "handler-stop")
+            try watchdog.start()
+        }
+        let worker = TestThread(name: "sw-handler-stop") { _ in
+            probe.busy()
+            stallwatchFixtureSleep(microseconds: 700_000)
+            probe.idle()
+        }
+        #expect(eventually(timeout: .seconds(3)) { holder.withLock { $0?.isRunning == false } })
+        holder.withLock { $0 = nil }  // the last reference but the ending thread's
+        #expect(released.wait(timeout: .now() + 5) == .success, "the watchdog was released")
+        worker.stopAndJoin()
+        let stored = try ReportStore(directory: dir).storedReports()
+        #expect(stored.count == 1, "\(stored)")
+        let isFinal = try ReportFileReader.read(try #require(stored.first).path).durationIsFinal
+        #expect(isFinal, "the cut-short stall's final report reached the disk")
+    }
+
     @Test("an unwritable report directory gives an error event, and the stall event is still delivered")
     func unwritableDirectory() throws {
         // A path under a regular file cannot be created, even by root.

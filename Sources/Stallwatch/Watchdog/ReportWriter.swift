@@ -33,7 +33,14 @@ final class ReportWriter: Sendable {
         wakeup.start { [weak self] in self?.writePending() }
     }
 
-    deinit { wakeup.stop() }
+    /// Writes what is still pending: a watchdog stopped from its own event handler is not flushed
+    /// (its thread cannot wait for itself), and its last reports, the final ones of stalls it cut
+    /// short, may be submitted just before the writer goes. The wake-up's handler holds the writer
+    /// only weakly and a flush strongly, so nothing else can be writing now.
+    deinit {
+        wakeup.stop()
+        writePending()
+    }
 
     /// Queues `report`; returns at once. A final report (``StallReport/durationIsFinal``) closes its id.
     func submit(_ report: StallReport) {
