@@ -74,9 +74,6 @@ int sw_thread_stat_fd(int fd, int32_t tid, sw_thread_stat_t *out);
 /// sw_thread_syscall on a descriptor from sw_task_file_open(tid, "syscall").
 int sw_thread_syscall_fd(int fd, sw_thread_syscall_t *out);
 
-/// sw_thread_sigblk on a descriptor from sw_task_file_open(tid, "status").
-int sw_thread_sigblk_fd(int fd, uint64_t *mask);
-
 /// sw_thread_schedstat on a descriptor from sw_task_file_open(tid, "schedstat").
 int sw_thread_schedstat_fd(int fd, uint64_t *run_ns, uint64_t *wait_ns, uint64_t *timeslices);
 

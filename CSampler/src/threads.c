@@ -269,16 +269,6 @@ int sw_thread_stat_fd(int fd, int32_t tid, sw_thread_stat_t *out) {
 }
 
 // async-signal-safe: pread and in-place parsing only.
-int sw_thread_sigblk_fd(int fd, uint64_t *mask) {
-    if (mask == NULL) return -EINVAL;
-    // SigBlk sits well before the long Cpus_allowed lists, so the head of the file suffices.
-    char buf[4096];
-    int len = pread_task_file(fd, buf, sizeof buf);
-    if (len < 0) return len;
-    return sw_parse_sigblk(buf, mask);
-}
-
-// async-signal-safe: pread and in-place parsing only.
 int sw_thread_schedstat_fd(int fd, uint64_t *run_ns, uint64_t *wait_ns, uint64_t *timeslices) {
     if (run_ns == NULL || wait_ns == NULL || timeslices == NULL) return -EINVAL;
     char buf[128];

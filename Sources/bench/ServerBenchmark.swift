@@ -284,7 +284,8 @@ struct ServerSummary: Codable {
     /// threads exit after a few seconds unless something wakes them.
     static func idlePoolWakeupsAdded(on: [IdleFigures], off: [IdleFigures]) -> Double? {
         guard !on.isEmpty, !off.isEmpty else { return nil }
-        return Spread(on.map(\.poolWakeupsPerSecond)).median - Spread(off.map(\.poolWakeupsPerSecond)).median
+        let added = Spread(on.map(\.poolWakeupsPerSecond)).median - Spread(off.map(\.poolWakeupsPerSecond)).median
+        return added == 0 ? 0 : added  // not -0.00 when both are equal
     }
 
     /// Idle event-loop wake-ups/s the watchdog adds, all loops together and per loop (medians, on

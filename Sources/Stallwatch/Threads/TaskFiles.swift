@@ -1,7 +1,7 @@
 import CSampler
 import Glibc
 
-/// A thread's `/proc` `syscall` and `schedstat` files (and `stat` and `status`, opened on first use), kept open
+/// A thread's `/proc` `syscall` and `schedstat` files (and `stat`, opened on first use), kept open
 /// and re-read from their start: the watchdog reads them for the same threads every few ms, and an
 /// open descriptor saves the path lookup, the open and the close each time (one `pread` instead of
 /// three system calls).
@@ -13,7 +13,6 @@ package final class TaskFiles {
     private var syscallFD: Int32
     private var schedstatFD: Int32
     private var statFD: Int32?
-    private var statusFD: Int32?
 
     /// Opens the files of `tid` (a thread of this process).
     package init(_ tid: ThreadID) {
@@ -26,7 +25,6 @@ package final class TaskFiles {
         if syscallFD >= 0 { close(syscallFD) }
         if schedstatFD >= 0 { close(schedstatFD) }
         if let statFD, statFD >= 0 { close(statFD) }
-        if let statusFD, statusFD >= 0 { close(statusFD) }
     }
 
     /// What `/proc/self/task/TID/stat` says now: 0, -ESRCH when the thread is gone, or -errno.
@@ -34,15 +32,6 @@ package final class TaskFiles {
         if statFD == nil { statFD = sw_task_file_open(tid.rawValue, "stat") }
         if let fd = statFD, fd >= 0 { return sw_thread_stat_fd(fd, tid.rawValue, &out) }
         return sw_thread_stat(tid.rawValue, &out)
-    }
-
-    /// The signals the thread blocks, from `/proc/self/task/TID/status`: 0, -ESRCH when the thread
-    /// is gone, or -errno. With 64 loops stalled at once, opening `status` by path each round was
-    /// most of the evidence's cost.
-    package func signalsBlocked(_ mask: inout UInt64) -> Int32 {
-        if statusFD == nil { statusFD = sw_task_file_open(tid.rawValue, "status") }
-        if let fd = statusFD, fd >= 0 { return sw_thread_sigblk_fd(fd, &mask) }
-        return sw_thread_sigblk(tid.rawValue, &mask)
     }
 
     /// What `/proc/self/task/TID/syscall` says now: 0, -ESRCH when the thread is gone, or -errno.
