@@ -1,0 +1,37 @@
+import Dispatch
+import Glibc
+import Logging
+import Synchronization
+import Testing
+@testable import Stallwatch
+
+/// A round steps loops awaiting detection first, then the rest: each loop once.
+@Suite("A round steps each loop once", .serialized)
+struct RoundOrderTests {
+    @Test("a loop reported in a round's first pass is not stepped again in its second")
+    func reportedLoopSteppedOnce() throws {
+        let events = Mutex<[WatchdogEvent]>([])
+        let engine = WatchdogEngine(configuration: .watchingOwnLoops(threshold: .milliseconds(100)), sampler: try StackSampler(),
+                                    writer: nil, logger: Logger(label: "round-order"), metrics: nil) { event in
+            events.withLock { $0.append(event) }
+        }
+        defer { engine.shutdown() }
+        let probe = HeartbeatProbe(name: "stepped-once")
+        engine.sync([.heartbeat(probe)])
+        let started = DispatchSemaphore(value: 0)
+        let worker = TestThread(name: "sw-once") { _ in
+            probe.busy()
+            started.signal()
+            stallwatchFixtureSleep(microseconds: 500_000)
+            probe.idle()
+        }
+        defer { worker.stopAndJoin() }
+        started.wait()
+        usleep(200_000)  // past the threshold with no round yet: the loop awaits detection
+        _ = engine.round()
+        let monitor = try #require(engine.monitors.values.first)
+        #expect(events.withLock { $0.filter { $0.kind == .stall }.count } == 1)
+        // Stepped twice, the detection round would have gathered its evidence twice.
+        #expect(monitor.observedStates.total == 1, "\(monitor.observedStates.counts)")
+    }
+}
