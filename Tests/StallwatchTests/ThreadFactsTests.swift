@@ -2,7 +2,7 @@ import CSampler
 import CSamplerTestSupport
 import Dispatch
 import Foundation
-import Stallwatch
+@testable import Stallwatch
 import Synchronization
 import Testing
 
@@ -286,17 +286,18 @@ struct ThreadFactsTests {
         try #require(masked.wait(timeout: .now() + 5) == .success)
         try #require(masked.wait(timeout: .now() + 5) == .success)
 
-        let blocked = try #require(try ThreadInfo.read(blocker.tid).signalsBlocked)
+        let blocked = try ThreadInfo.read(blocker.tid).signalsBlocked
         #expect(blocked.contains(SIGPROF))
         #expect(blocked.contains(SIGUSR2))
         #expect(blocked.rawValue == reportedMask.load(ordering: .acquiring))
-        #expect(try ThreadInfo.read(open.tid).signalsBlocked?.contains(SIGPROF) == false)
+        #expect(!(try ThreadInfo.read(open.tid).signalsBlocked.contains(SIGPROF)))
         // Test threads (main or the concurrency pool) leave SIGPROF open; libdispatch's own worker
         // threads block it (swift-corelibs-libdispatch `_dispatch_sigmask`), ours do not.
-        #expect(try ThreadInfo.read(.current).signalsBlocked?.contains(SIGPROF) == false)
-        let kept = try ThreadInfo.read(TaskFiles(.current))
+        #expect(!(try ThreadInfo.read(.current).signalsBlocked.contains(SIGPROF)))
+        // A stall's evidence reads its thread through kept files, without the signal mask.
+        let kept = try #require(StalledThreadRead.read(TaskFiles(.current)))
         #expect(kept.name == (try ThreadInfo.read(.current)).name)
-        #expect(kept.signalsBlocked == nil, "kept files leave status unread")
+        #expect(kept.state == (try ThreadInfo.read(.current)).state)
     }
 
     @Test func exitedThreadIsGone() throws {

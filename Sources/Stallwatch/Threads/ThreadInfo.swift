@@ -29,16 +29,14 @@ package struct ThreadInfo: Hashable, Sendable, Codable {
     /// Page faults that needed I/O.
     package let majorFaults: UInt64
     /// Signals the thread blocks (`SigBlk`); a sampler signal in this set would never be delivered.
-    /// `nil` when read through kept files (``read(_:)-(TaskFiles)``): a stall's evidence has no use
-    /// for it, and `status` is the costliest of the thread's files for the kernel to render.
-    package let signalsBlocked: SignalSet?
+    package let signalsBlocked: SignalSet
     /// What the thread is doing in the kernel.
     package let syscall: SyscallState
 
     /// Creates a snapshot from its parts (for tests and decoded reports).
     package init(
         tid: ThreadID, name: String, state: ThreadState, lastCPU: Int, userTicks: UInt64,
-        systemTicks: UInt64, minorFaults: UInt64, majorFaults: UInt64, signalsBlocked: SignalSet?,
+        systemTicks: UInt64, minorFaults: UInt64, majorFaults: UInt64, signalsBlocked: SignalSet,
         syscall: SyscallState
     ) {
         self.tid = tid
@@ -60,27 +58,16 @@ package struct ThreadInfo: Hashable, Sendable, Codable {
                  syscall: { sw_thread_syscall(tid.rawValue, &$0) })
     }
 
-    /// The same through descriptors kept open, without the signal mask (a stall's evidence is
-    /// read every round for every stalled loop; with 64 loops stalled at once, rendering `status`
-    /// was the largest part of the watchdog's work, for a field no evidence uses).
-    package static func read(_ files: TaskFiles) throws(ThreadError) -> ThreadInfo {
-        try read(files.tid, stat: { files.stat(&$0) }, signalsBlocked: nil, syscall: { files.syscall(&$0) })
-    }
-
     private static func read(_ tid: ThreadID,
                              stat readStat: (inout sw_thread_stat_t) -> Int32,
-                             signalsBlocked readMask: ((inout UInt64) -> Int32)?,
+                             signalsBlocked readMask: (inout UInt64) -> Int32,
                              syscall readSyscall: (inout sw_thread_syscall_t) -> Int32) throws(ThreadError) -> ThreadInfo {
         var stat = sw_thread_stat_t()
         var rc = readStat(&stat)
         guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/stat", thread: tid) }
-        var mask: UInt64?
-        if let readMask {
-            var read: UInt64 = 0
-            rc = readMask(&read)
-            guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/status", thread: tid) }
-            mask = read
-        }
+        var mask: UInt64 = 0
+        rc = readMask(&mask)
+        guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/status", thread: tid) }
         var call = sw_thread_syscall_t()
         rc = readSyscall(&call)
         guard rc == 0 else { throw ThreadError(code: rc, operation: "reading /proc/self/task/\(tid)/syscall", thread: tid) }
@@ -93,7 +80,7 @@ package struct ThreadInfo: Hashable, Sendable, Codable {
             systemTicks: stat.stime_ticks,
             minorFaults: stat.minflt,
             majorFaults: stat.majflt,
-            signalsBlocked: mask.map { SignalSet(rawValue: $0) },
+            signalsBlocked: SignalSet(rawValue: mask),
             syscall: SyscallState(call))
     }
 

@@ -29,7 +29,7 @@ final class LoopMonitor {
     }
     /// The newest evidence about the thread that was checked to be taken while the busy period
     /// still ran: a cause is never read from a thread that already moved on.
-    var evidence: (evidence: ThreadEvidence, info: ThreadInfo?)? {
+    var evidence: (evidence: ThreadEvidence, info: StalledThreadRead?)? {
         didSet { if let e = evidence?.evidence { observedStates.note(e) } }
     }
     /// Every state ``evidence`` saw during the busy period, for a cause that is not one snapshot's.

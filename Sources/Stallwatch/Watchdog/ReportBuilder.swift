@@ -58,8 +58,8 @@ struct ReportBuilder {
         return SymbolInfo(module: f.module, moduleOffset: f.moduleOffset.map(UInt64.init), buildID: f.buildID, symbol: f.symbol)
     }
 
-    func identity(_ thread: ThreadID, info: ThreadInfo? = nil) -> ThreadIdentity {
-        let name = info?.name ?? (try? ThreadInfo.read(thread).name) ?? ""
+    func identity(_ thread: ThreadID, name known: String? = nil) -> ThreadIdentity {
+        let name = known ?? (try? ThreadInfo.read(thread).name) ?? ""
         return ThreadIdentity(id: thread.rawValue, name: name)
     }
 
@@ -148,7 +148,7 @@ struct ReportBuilder {
         var start: MonotonicInstant
         var elapsed: Duration
         var cause: StallCause
-        var evidence: (evidence: ThreadEvidence, info: ThreadInfo?)?
+        var evidence: (evidence: ThreadEvidence, info: StalledThreadRead?)?
         var round: RoundFacts
         var processCPUPercent: Double
         var counters: ReportCounters
@@ -158,7 +158,7 @@ struct ReportBuilder {
 
     /// The first version of a stall episode's report.
     func stallReport(id: String, _ f: StallFacts, samples: some Collection<CapturedStack>) -> StallReport {
-        let identity = identity(f.thread, info: f.evidence?.info)
+        let identity = identity(f.thread, name: f.evidence?.info?.name)
         let e = f.evidence?.evidence
         var report = StallReport(
             kind: .stall,
@@ -176,7 +176,7 @@ struct ReportBuilder {
             } ?? [],
             process: f.round.process.map { ProcessFacts(cpuPercent: f.processCPUPercent, residentBytes: $0.residentBytes,
                                                         cores: OnlineCPUs.count) },
-            numa: f.round.numa(f.evidence?.info),
+            numa: f.round.numa(node: f.evidence?.info?.numaNode),
             configuration: configuration,
             counters: f.counters,
             watchdogLateness: f.lateness)
@@ -210,7 +210,7 @@ struct ReportBuilder {
             cause: StallCause(kind: .cpuBound,
                               evidence: "busy for \(busyFor) without a stall (wanted a core \(demandPercent) % of the last round), the same stack in more than half of \(count) samples"),
             loopName: loopName,
-            thread: identity(thread, info: try? ThreadInfo.read(thread)),
+            thread: identity(thread),
             startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: now - busyFor),
             duration: busyFor,
             durationIsFinal: false,
@@ -233,7 +233,7 @@ struct ReportBuilder {
             cause: StallCause(kind: .cpuBound,
                               evidence: "\"\(crossing.key)\" came round \(crossing.count) times in one busy period (threshold \(crossing.threshold))"),
             loopName: loopName,
-            thread: thread.map { identity($0, info: try? ThreadInfo.read($0)) },
+            thread: thread.map { identity($0) },
             startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: since),
             duration: crossing.at > since ? crossing.at - since : .zero,
             durationIsFinal: false,
@@ -281,7 +281,7 @@ struct RoundFacts {
     var process: ProcessStats?
     var topology: [StallwatchReport.NUMANode]
 
-    func numa(_ stalled: ThreadInfo?) -> NUMAFacts {
-        NUMAFacts(nodes: topology, stalledThreadNode: stalled?.numaNode)
+    func numa(node stalledThreadNode: Int?) -> NUMAFacts {
+        NUMAFacts(nodes: topology, stalledThreadNode: stalledThreadNode)
     }
 }

@@ -36,9 +36,9 @@ enum StallEvidence {
     /// starved (reading every thread's state costs a few microseconds per thread).
     /// `files`: the stalled thread's `/proc` files, kept open while it is watched.
     static func gather(files: TaskFiles, baseline: ThreadBaseline?, now: MonotonicInstant,
-                       threadCount: Int, runnableThreads: () -> Int?) -> (evidence: ThreadEvidence, info: ThreadInfo?) {
+                       threadCount: Int, runnableThreads: () -> Int?) -> (evidence: ThreadEvidence, info: StalledThreadRead?) {
         let thread = files.tid
-        let info = try? ThreadInfo.read(files)
+        let info = StalledThreadRead.read(files)
         let state: Character = info?.state.procLetter ?? "?"
         var syscall: Int?
         var fdKind: FDKind?
@@ -73,5 +73,28 @@ enum StallEvidence {
         case .timerfd: .timerfd
         case .other, .closed: .other
         }
+    }
+}
+
+/// What a stall's evidence reads of the stalled thread each round, through its kept files: `stat`
+/// and `syscall`. Not `status`, as ``ThreadInfo`` does: no evidence uses the signal mask, and with
+/// 64 loops stalled at once rendering `status` was the largest part of the watchdog's work.
+struct StalledThreadRead {
+    var name: String
+    var state: ThreadState
+    var lastCPU: Int
+    var syscall: SyscallState
+
+    /// The NUMA node of the CPU the thread last ran on.
+    var numaNode: Int? { NUMATopology.node(ofCPU: lastCPU) }
+
+    /// `nil` when a file cannot be read (the thread is gone).
+    static func read(_ files: TaskFiles) -> StalledThreadRead? {
+        var stat = sw_thread_stat_t()
+        guard files.stat(&stat) == 0 else { return nil }
+        var call = sw_thread_syscall_t()
+        guard files.syscall(&call) == 0 else { return nil }
+        return StalledThreadRead(name: ThreadInfo.name(in: stat), state: ThreadInfo.state(in: stat),
+                                 lastCPU: Int(stat.last_cpu), syscall: SyscallState(call))
     }
 }

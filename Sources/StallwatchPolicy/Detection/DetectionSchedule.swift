@@ -17,7 +17,8 @@ import StallwatchReport
 ///
 /// The price is wake-ups: a watchdog with pings or pool-job watching wakes every P even when all is
 /// idle (a heartbeat-only watchdog does not). A loop that reports its ticks (``LoopLookPolicy``) is
-/// looked at every P instead of pinged, so the loop itself is not woken; the watchdog still is.
+/// looked at every P instead of pinged, so the loop itself is not woken; the watchdog still is. So
+/// is the cooperative pool while pool-job watching scans it: a worker waiting for work means free.
 package struct DetectionSchedule: Sendable, Equatable {
     /// A stall's start and duration should be right within this, and its event come within the
     /// threshold plus this after the stall began.
