@@ -34,6 +34,10 @@ int sw_ring_start(int32_t tid, int64_t interval_ns, sw_ring_clock_t clock, uint3
 /// Changes a running ring's interval (from now on). Returns 0, SW_ERR_INVALID or -errno.
 int sw_ring_set_interval(int ring, int64_t interval_ns);
 
+/// Makes a running ring's next sample come after `first_ns` of its clock, then every `interval_ns`.
+/// Returns 0, SW_ERR_INVALID or -errno.
+int sw_ring_fire_after(int ring, int64_t first_ns, int64_t interval_ns);
+
 /// Stops a ring: deletes its timer. A signal already in flight finds the ring retired and does
 /// nothing. The ring's memory is kept for reuse, never freed, so a late handler never touches freed
 /// memory. Returns 0 or SW_ERR_INVALID.

@@ -169,6 +169,24 @@ int sw_ring_set_interval(int ring, int64_t interval_ns) {
     return rc;
 }
 
+int sw_ring_fire_after(int ring, int64_t first_ns, int64_t interval_ns) {
+    if (ring < 0 || ring >= SW_MAX_RINGS || first_ns <= 0 || interval_ns <= 0) return SW_ERR_INVALID;
+    pthread_mutex_lock(&g_rings_lock);
+    sw_ring_state_t *r = &g_rings[ring];
+    if (atomic_load(&r->active_gen) == 0) {
+        pthread_mutex_unlock(&g_rings_lock);
+        return SW_ERR_INVALID;
+    }
+    struct itimerspec its;
+    its.it_interval.tv_sec = interval_ns / 1000000000LL;
+    its.it_interval.tv_nsec = interval_ns % 1000000000LL;
+    its.it_value.tv_sec = first_ns / 1000000000LL;
+    its.it_value.tv_nsec = first_ns % 1000000000LL;
+    int rc = timer_settime(r->timer, 0, &its, NULL) == 0 ? 0 : -errno;
+    pthread_mutex_unlock(&g_rings_lock);
+    return rc;
+}
+
 int sw_ring_stop(int ring) {
     if (ring < 0 || ring >= SW_MAX_RINGS) return SW_ERR_INVALID;
     pthread_mutex_lock(&g_rings_lock);

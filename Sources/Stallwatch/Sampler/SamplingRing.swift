@@ -167,6 +167,18 @@ package final class SamplingRing: Sendable {
         }
     }
 
+    /// Takes the next sample after `first` of the clock, then one every ``interval`` again: a loop
+    /// just suspected gets its first sample soon, not a whole interval of CPU time later. A thread
+    /// starved of CPU among many (64 spinning loops on 2 cores run 1/32 of a core each) would
+    /// otherwise have none by its threshold, and its report would wait for a one-off capture that
+    /// waits in turn for the thread to be scheduled. A perf-event ring keeps its period.
+    /// Returns whether the timer took it (if not, the ring samples at its interval as before).
+    @discardableResult
+    package func sampleFirst(after first: Duration) -> Bool {
+        guard driver == .timerSignal, first > .zero, first < interval else { return false }
+        return sw_ring_fire_after(ring, first.clampedNanoseconds, interval.clampedNanoseconds) == 0
+    }
+
     /// Deletes the timer. Idempotent. Samples already in the ring can still be drained.
     package func stop() {
         let stopNow = state.withLock { st -> Bool in

@@ -32,6 +32,8 @@ final class LoopMonitor {
     var evidence: (evidence: ThreadEvidence, info: StalledThreadRead?)? {
         didSet { if let e = evidence?.evidence { observedStates.note(e) } }
     }
+    /// The round ``evidence`` was last gathered in (see ``DetectionSchedule/evidencePeriod``).
+    var evidenceAt: MonotonicInstant?
     /// Every state ``evidence`` saw during the busy period, for a cause that is not one snapshot's.
     private(set) var observedStates = ObservedStates()
     /// The stack signature the episode's report was last made with: a changed one updates it.
@@ -138,6 +140,7 @@ final class LoopMonitor {
         baseline = nil
         taskFiles = nil
         evidence = nil
+        evidenceAt = nil
         observedStates = ObservedStates()
         reportedSignature = nil
         signatureAt = nil

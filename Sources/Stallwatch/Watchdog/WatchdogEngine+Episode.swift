@@ -9,6 +9,9 @@ import StallwatchReport
 extension WatchdogEngine {
     /// How long a stall's end waits for the loop's report of the tick that ended it.
     static let tickWait = Duration.milliseconds(100)
+    /// A new ring's first sample comes after this much of the thread's CPU time (see
+    /// ``SamplingRing/sampleFirst(after:)``), the next ones every sampling interval.
+    static let firstSampleAfter = Duration.milliseconds(1)
 
     /// Returns `false` while a stall's end waits for the loop's tick report: no new ping then, or
     /// it would stand for the stalled period.
@@ -44,11 +47,17 @@ extension WatchdogEngine {
         case .suspected:
             refreshBaseline(m, thread: thread, stamp: busySince, now: now)
             collect(m, thread: thread)
-            noteEvidence(m, thread: thread, stamp: busySince)
-        case .stalled(let since, let elapsed), .stillStalled(let since, let elapsed, _):
+            if evidenceDue(m, now: now) { noteEvidence(m, thread: thread, stamp: busySince) }
+        case .stalled(let since, let elapsed):
             refreshBaseline(m, thread: thread, stamp: busySince, now: now)
             collect(m, thread: thread)
+            // The first report's evidence is read now, however recent the last.
             noteEvidence(m, thread: thread, stamp: busySince)
+            report(m, thread: thread, stamp: busySince, start: since, elapsed: elapsed, now: now)
+        case .stillStalled(let since, let elapsed, _):
+            refreshBaseline(m, thread: thread, stamp: busySince, now: now)
+            collect(m, thread: thread)
+            if evidenceDue(m, now: now) { noteEvidence(m, thread: thread, stamp: busySince) }
             report(m, thread: thread, stamp: busySince, start: since, elapsed: elapsed, now: now)
         case .stalledAfterItEnded(let since, let duration):
             // Seen only after it ended: no sampling now (the thread moved on), one report with what
@@ -101,6 +110,7 @@ extension WatchdogEngine {
                 m.ring = try SamplingRing(sampler: sampler, thread: thread, interval: samplingIntervalForNewRing(),
                                           clock: .threadCPU, capacity: max(configuration.ringCapacity, 1),
                                           maxFrames: configuration.maxFrames)
+                m.ring?.sampleFirst(after: Self.firstSampleAfter)
                 if let reason = m.ring?.fallbackReason, !perfRefusalLogged {
                     perfRefusalLogged = true
                     logger.warning("signal-free sampling refused by the kernel; the timer ring's signal samples instead", metadata: [
@@ -148,8 +158,14 @@ extension WatchdogEngine {
     /// Reads the thread's state, CPU and run-queue wait, and keeps them only if the busy period was
     /// still running once they were read: a stall's cause comes from the stall, never from what its
     /// thread did after it (a pool thread back in its idle futex read as `lockWait`).
+    /// Whether `m`'s thread is due to be read for evidence again (``DetectionSchedule/evidencePeriod``).
+    private func evidenceDue(_ m: LoopMonitor, now: MonotonicInstant) -> Bool {
+        m.evidenceAt.map { now - $0 >= schedule.evidencePeriod } ?? true
+    }
+
     private func noteEvidence(_ m: LoopMonitor, thread: ThreadID?, stamp: MonotonicInstant?) {
         guard let thread, let stamp else { return }
+        m.evidenceAt = roundStart
         let round = roundStart
         let gathered = StallEvidence.gather(files: m.files(of: thread), baseline: m.baseline, now: MonotonicClock.now(),
                                             threadCount: census.threadCount(round: round),

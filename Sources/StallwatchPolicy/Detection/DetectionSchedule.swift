@@ -44,6 +44,11 @@ package struct DetectionSchedule: Sendable, Equatable {
     package let lateWarning: Duration
     /// A ping this late, under the threshold, counts towards a busy loop (threshold / 4).
     package let busyLoopLatency: Duration
+    /// How often a suspected or stalled loop's thread is read for evidence (state, system call,
+    /// CPU, run-queue wait) between the rounds that must have it fresh (the first report's):
+    /// the look period. With 64 loops stalled at once the watchdog runs a round every few ms, and
+    /// reading every thread in each was 40 reads per stall, most of the round's work.
+    package let evidencePeriod: Duration
 
     /// The schedule for a (validated) configuration.
     package init(configuration: WatchdogConfiguration) {
@@ -58,5 +63,6 @@ package struct DetectionSchedule: Sendable, Equatable {
         captureTime = max(threshold / 20, .milliseconds(20))
         lateWarning = threshold / 10
         busyLoopLatency = threshold / 4
+        evidencePeriod = min(byDefault, period)
     }
 }
