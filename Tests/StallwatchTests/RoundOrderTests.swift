@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import Logging
+import StallwatchPolicy
 import Synchronization
 import Testing
 @testable import Stallwatch
@@ -33,5 +34,38 @@ struct RoundOrderTests {
         #expect(events.withLock { $0.filter { $0.kind == .stall }.count } == 1)
         // Stepped twice, the detection round would have gathered its evidence twice.
         #expect(monitor.observedStates.total == 1, "\(monitor.observedStates.counts)")
+    }
+
+    @Test("a stalled loop's thread is read for evidence at most once per look period, however often rounds come")
+    func evidenceOncePerPeriod() throws {
+        let engine = WatchdogEngine(configuration: .watchingOwnLoops(threshold: .milliseconds(100)), sampler: try StackSampler(),
+                                    writer: nil, logger: Logger(label: "round-order"), metrics: nil) { _ in }
+        defer { engine.shutdown() }
+        let probe = HeartbeatProbe(name: "evidence-period")
+        engine.sync([.heartbeat(probe)])
+        let started = DispatchSemaphore(value: 0)
+        let worker = TestThread(name: "sw-evidence") { _ in
+            probe.busy()
+            started.signal()
+            stallwatchFixtureSleep(microseconds: 600_000)
+            probe.idle()
+        }
+        defer { worker.stopAndJoin() }
+        started.wait()
+        // Rounds every 2 ms from suspicion (50 ms) to 330 ms: about 140 of them, as in a storm.
+        usleep(50_000)
+        let end = ContinuousClock.now + .milliseconds(280)
+        var rounds = 0
+        while ContinuousClock.now < end {
+            _ = engine.round()
+            rounds += 1
+            usleep(2_000)
+        }
+        let monitor = try #require(engine.monitors.values.first)
+        let reads = monitor.observedStates.total
+        let period = DetectionSchedule(configuration: .watchingOwnLoops(threshold: .milliseconds(100))).evidencePeriod
+        // One per period over 280 ms, plus the detection round's own.
+        let most = Int(Duration.milliseconds(280) / period) + 2
+        #expect(reads >= 3 && reads <= most, "\(reads) reads in \(rounds) rounds (at most \(most))")
     }
 }
