@@ -92,6 +92,44 @@ struct PoolLookTests {
         #expect(watcher.waitsForWork(tid) == true, "back in its wait for work after the block")
     }
 
+    /// A job blocked in one wait for long costs a CPU-clock read per scan, not two `/proc` reads:
+    /// a thread whose clock has not moved has not run, so it is still where the last scan found it.
+    @Test("a pool job blocked for long is scanned by its CPU clock, not its /proc files")
+    func blockedJobScannedByClock() throws {
+        let sampler = try StackSampler()
+        try #require(PoolJobWatcher(sampler: sampler, symbolizer: .shared).isAvailable)
+        let job = Task.detached { poolFixtureBlockingSleep(milliseconds: 900) }
+        _ = job
+        let result = Mutex<(inJob: Bool, stillInJob: Bool, reads: UInt64)>((false, false, 0))
+        let done = DispatchSemaphore(value: 0)
+        // Scanned from a thread of its own, while the test's pool thread waits for it: every
+        // other worker then either waits for work or is blocked where it was.
+        let scanner = TestThread(name: "sw-scanner") { _ in
+            let watcher = PoolJobWatcher(sampler: sampler, symbolizer: .shared)
+            usleep(50_000)
+            for _ in 0..<3 {  // learn every worker's wait
+                _ = watcher.scan(now: MonotonicClock.now(), maySignal: false)
+                usleep(20_000)
+            }
+            let inJob = watcher.anyInJob
+            let before = PoolScanCost.counts
+            for _ in 0..<10 {
+                _ = watcher.scan(now: MonotonicClock.now(), maySignal: false)
+                usleep(20_000)
+            }
+            let after = PoolScanCost.counts
+            result.withLock { $0 = (inJob, watcher.anyInJob, after.procReads - before.procReads) }
+            done.signal()
+        }
+        done.wait()  // blocked in one wait, not polling as a join does
+        scanner.stopAndJoin()
+        let r = result.withLock { $0 }
+        #expect(r.inJob, "the blocked job was seen")
+        #expect(r.stillInJob, "and still in its job")
+        // One thread listing per scan; the blocked worker's syscall and schedstat reads would be 20 more.
+        #expect(r.reads <= 10 + 4, "\(r.reads) /proc reads in 10 scans")
+    }
+
     static func workers(named name: String) -> [String] {
         let tids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tids.filter { tid in

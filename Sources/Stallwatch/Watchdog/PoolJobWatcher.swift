@@ -67,6 +67,10 @@ final class PoolJobWatcher {
         /// CPU clock still reads that, it has not run since, so it still waits there and its /proc
         /// files are not read at all.
         var idleCPU: UInt64?
+        /// The thread's CPU time when a scan last found it blocked elsewhere (in a job's wait, or
+        /// one not yet known as idle): while its clock still reads that, it has not run, so it
+        /// waits where it did and nothing is new.
+        var blockedCPU: UInt64?
     }
 
     private let sampler: StackSampler
@@ -162,7 +166,18 @@ final class PoolJobWatcher {
             if let last = thread.last { thread.last = (now, last.demand, false) }
             return
         }
+        if let blockedCPU = thread.blockedCPU, clockRead, cpuNow == blockedCPU, let before = thread.blockedAt,
+           !thread.idleWaits.contains(where: { Self.sameWait($0, before.call) }) {
+            // Not run since it blocked: the same wait, so the same job, as the same-wait check
+            // below would conclude from two /proc reads. (A wait just learnt as idle goes the long
+            // way once more, to be known as idle.)
+            if let last = thread.last { thread.last = (now, last.demand, false) }
+            if thread.awaySince == nil { thread.awaySince = now }
+            thread.awaySeenAt = now
+            return
+        }
         thread.idleCPU = nil
+        thread.blockedCPU = nil
         let wasIdleForWork = thread.idleForWork
         thread.idleForWork = false
         var call = sw_thread_syscall_t()
@@ -183,6 +198,7 @@ final class PoolJobWatcher {
             // Read before the syscall file: a thread that ran in between has a newer clock.
             if clockRead { thread.idleCPU = cpuNow }
         } else if call.nr >= 0 {
+            if clockRead { thread.blockedCPU = cpuNow }
             if let before = thread.blockedAt, Self.sameWait(before.call, call), before.timeslices == slices {
                 job = nil // it has not run since: the same wait in the same job (or the same idle wait)
                 thread.idleForWork = wasIdleForWork
