@@ -153,20 +153,7 @@ int sw_ring_start(int32_t tid, int64_t interval_ns, sw_ring_clock_t clock, uint3
 }
 
 int sw_ring_set_interval(int ring, int64_t interval_ns) {
-    if (ring < 0 || ring >= SW_MAX_RINGS || interval_ns <= 0) return SW_ERR_INVALID;
-    pthread_mutex_lock(&g_rings_lock);
-    sw_ring_state_t *r = &g_rings[ring];
-    if (atomic_load(&r->active_gen) == 0) {
-        pthread_mutex_unlock(&g_rings_lock);
-        return SW_ERR_INVALID;
-    }
-    struct itimerspec its;
-    its.it_interval.tv_sec = interval_ns / 1000000000LL;
-    its.it_interval.tv_nsec = interval_ns % 1000000000LL;
-    its.it_value = its.it_interval;
-    int rc = timer_settime(r->timer, 0, &its, NULL) == 0 ? 0 : -errno;
-    pthread_mutex_unlock(&g_rings_lock);
-    return rc;
+    return sw_ring_fire_after(ring, interval_ns, interval_ns);
 }
 
 int sw_ring_fire_after(int ring, int64_t first_ns, int64_t interval_ns) {
