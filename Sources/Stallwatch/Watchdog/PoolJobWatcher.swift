@@ -322,14 +322,24 @@ final class PoolJobWatcher {
         return name.hasSuffix("-qos") ? name : nil
     }
 
-    /// Whether a blocked worker's stack is its wait for work: every frame in libdispatch or libc
-    /// (the worker's own loop), none of a client's. Read once per wait learnt, not per scan.
+    /// Whether a blocked worker's stack is its wait for work: the worker's own loop
+    /// (`_dispatch_worker_thread`, the outermost libdispatch frame) calling nothing but libdispatch's
+    /// semaphore wait, whatever lies below that (libc, or a sanitizer's interceptor linked into the
+    /// executable). A job or a client's block is run through other libdispatch frames
+    /// (`_dispatch_continuation_pop`, a drain), with the client's frames between them. Without
+    /// libdispatch's symbols nothing is taken for a wait for work (the pool is then pinged).
+    /// Read once per wait learnt, not per scan.
     private func isWorkerWait(_ stack: CapturedStack) -> Bool {
-        !stack.frames.isEmpty && stack.frames.allSatisfy { address in
-            guard let module = symbolizer.symbolize(address).module else { return false }
-            let file = module.split(separator: "/").last ?? Substring(module)
-            return file.hasPrefix("libdispatch.so") || file.hasPrefix("libc.so")
+        let frames = stack.frames.map { symbolizer.symbolize($0) }  // the leaf first
+        func file(_ f: SymbolizedFrame) -> Substring {
+            guard let module = f.module else { return "" }
+            return module.split(separator: "/").last ?? Substring(module)
         }
+        let inDispatch = { (f: SymbolizedFrame) in file(f).hasPrefix("libdispatch.so") }
+        guard let inner = frames.firstIndex(where: inDispatch), let outer = frames.lastIndex(where: inDispatch),
+              frames[outer].symbol == "_dispatch_worker_thread" else { return false }
+        // Above the worker's loop lies only the thread's start (a sanitizer wraps it in the executable).
+        return frames[inner..<outer].allSatisfy { inDispatch($0) && $0.symbol?.contains("sema") == true }
     }
 
     // MARK: - the pool's own look (in place of its ping)
