@@ -13,7 +13,7 @@ extension PingProbe {
     /// count, so a pool starved by blocking work is reported; the report's other-thread stacks show
     /// what every pool thread is doing.
     ///
-    /// An idle pool is not woken: while the watchdog watches pool jobs (``WatchdogConfiguration/watchPoolJobs``,
+    /// An idle pool is not woken: while the watchdog watches pool jobs (`WatchdogConfiguration.watchPoolJobs`,
     /// the default), a pool with a worker waiting for work is known free from that worker's thread,
     /// and the ping is posted only when every worker is away from its wait.
     public static func cooperativePool(name: String = "cooperative-pool", priority: TaskPriority = .medium) -> PingProbe {
