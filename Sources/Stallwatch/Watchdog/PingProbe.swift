@@ -90,14 +90,8 @@ public final class PingProbe: Sendable {
     /// (a /proc read on the watchdog thread; nothing is added to the ping itself).
     private func learntPoolWorkerName() -> String? {
         if let known = poolWorkerName.withLock({ $0 }) { return known }
-        guard let tid = thread else { return nil }
-        var stat = sw_thread_stat_t()
-        guard sw_thread_stat(tid.rawValue, &stat) == 0 else { return nil }
-        let name = withUnsafeBytes(of: stat.name) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-        }
         // Only a libdispatch worker's name tells its pool (see ``PoolJobWatcher``).
-        guard name.hasSuffix("-qos") else { return nil }
+        guard let tid = thread, let name = PoolJobWatcher.dispatchWorkerName(tid) else { return nil }
         poolWorkerName.withLock { $0 = name }
         return name
     }

@@ -313,12 +313,10 @@ final class PoolJobWatcher {
     /// after it (`com.apple.root.default-qos`, cut to its last 15 bytes: `oot.default-qos`).
     /// Overcommit workers (`-qos.overcommit`: serial queues, the dispatch manager) run no pool jobs.
     /// Returns the worker's name, or `nil` for any other thread.
-    private static func dispatchWorkerName(_ tid: ThreadID) -> String? {
+    static func dispatchWorkerName(_ tid: ThreadID) -> String? {
         var stat = sw_thread_stat_t()
         guard sw_thread_stat(tid.rawValue, &stat) == 0 else { return nil }
-        let name = withUnsafeBytes(of: stat.name) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-        }
+        let name = ThreadInfo.name(in: stat)
         return name.hasSuffix("-qos") ? name : nil
     }
 
