@@ -42,7 +42,8 @@ struct Show: ParsableCommand {
         if let others = r.otherThreads, !others.isEmpty {
             lines.append("other threads (\(others.count) of \(r.threadCount))\(allStacks ? "" : "; --threads prints their stacks"):")
             for t in others {
-                let call = t.syscall.map { " syscall \($0)" } ?? ""
+                let call = (t.syscall.map { " syscall \($0)" } ?? "")
+                    + (t.stackAgeNanoseconds.map { String(format: "; stack sampled %.0f ms before, in its own stall", Double($0) / 1e6) } ?? "")
                 if allStacks {
                     lines.append("  \(threadText(t.thread)) [\(safe(t.state))\(call)]")
                     lines.append(contentsOf: t.frames.map { "        \(frameText($0))" })

@@ -34,6 +34,9 @@ package struct CapturedStack: Sendable, Hashable, Codable {
     /// What took the sample: the signal's handler (a request, the timer ring) or the kernel (a perf
     /// event); `nil` for a stack made by hand or decoded from an older encoding.
     package var driver: SamplingDriver?
+    /// When the capture began (CLOCK_MONOTONIC, ns); `nil` when not known (a stack made by hand or
+    /// decoded from an older encoding).
+    package var takenAtNanoseconds: UInt64?
 
     /// Creates a stack value (mostly for tests and decoding).
     package init(thread: ThreadID, frames: [UInt], unwinder: Unwinder, truncated: Bool = false,
@@ -78,6 +81,7 @@ package struct CapturedStack: Sendable, Hashable, Codable {
         self.tableFrames = Int(raw.pointee.table_frames)
         self.requestTag = raw.pointee.request_tag == 0 ? nil : raw.pointee.request_tag
         self.driver = Int32(raw.pointee.driver) == Int32(SW_DRIVER_PERF) ? .perfEvent : .timerSignal
+        self.takenAtNanoseconds = raw.pointee.taken_at_ns == 0 ? nil : raw.pointee.taken_at_ns
     }
 
     /// Samples whose walk ended early, counted by why; `nil` when every walk reached its root.

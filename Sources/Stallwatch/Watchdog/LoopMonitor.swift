@@ -34,6 +34,9 @@ final class LoopMonitor {
     }
     /// The round ``evidence`` was last gathered in (see ``DetectionSchedule/evidencePeriod``).
     var evidenceAt: MonotonicInstant?
+    /// The round the thread was last asked whether it is blocked, for a blocked stack (at most one
+    /// a sampling interval, see `WatchdogEngine.collect`).
+    var blockedReadAt: MonotonicInstant?
     /// Every state ``evidence`` saw during the busy period, for a cause that is not one snapshot's.
     private(set) var observedStates = ObservedStates()
     /// The stack signature the episode's report was last made with: a changed one updates it.
@@ -141,6 +144,7 @@ final class LoopMonitor {
         taskFiles = nil
         evidence = nil
         evidenceAt = nil
+        blockedReadAt = nil
         observedStates = ObservedStates()
         reportedSignature = nil
         signatureAt = nil

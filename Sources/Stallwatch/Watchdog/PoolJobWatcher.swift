@@ -77,9 +77,13 @@ final class PoolJobWatcher {
     private let symbolizer: Symbolizer
     private let frames: SwiftJobFrames?
     private var threads: [ThreadID: PoolThread] = [:]
-    /// Threads known not to be libdispatch workers, with the scan count at which to look again
-    /// (a thread may be renamed after it was first listed) and the last scan that listed them.
-    private var others: [ThreadID: (retry: Int, seen: Int)] = [:]
+    /// Threads known not to be libdispatch workers, with the scan count at which to look again,
+    /// the scans waited before that look, and the last scan that listed them. A worker names
+    /// itself as it starts, so a thread is looked at again soon after it was first listed, then
+    /// ever more rarely (16, 32, … up to ``otherRetryLimit`` scans): with 64 loop threads, looking
+    /// at each every 16 scans was four name reads in every scan.
+    private var others: [ThreadID: (retry: Int, wait: Int, seen: Int)] = [:]
+    static let otherRetryLimit = 1024
     private var scans = 0
     /// The thread listing, its storage reused from scan to scan, and /proc/self/task kept open for it.
     private var tids: [ThreadID] = []
@@ -129,12 +133,13 @@ final class PoolJobWatcher {
             } else {
                 if let other = others[tid] {
                     // Assigned whole: the optional-chained `_modify` of a dictionary value allocates.
-                    others[tid] = (retry: other.retry, seen: scans)
+                    others[tid] = (retry: other.retry, wait: other.wait, seen: scans)
                     if other.retry > scans { continue }
                 }
                 PoolScanCost.procReadCount.add(1, ordering: .relaxed)
                 guard let name = Self.dispatchWorkerName(tid) else {
-                    others[tid] = (retry: scans + 16, seen: scans)
+                    let wait = others[tid].map { min($0.wait * 2, Self.otherRetryLimit) } ?? 16
+                    others[tid] = (retry: scans + wait, wait: wait, seen: scans)
                     continue
                 }
                 others[tid] = nil

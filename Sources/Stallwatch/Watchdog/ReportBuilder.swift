@@ -68,20 +68,36 @@ struct ReportBuilder {
     /// `maySignal` (the signal is not ours), only blocked threads get a stack. Signal captures stop
     /// at `deadline`: on saturated CPUs each may wait its whole timeout, and other loops' detection
     /// waits meanwhile; threads past it are listed with their state and no stack.
+    ///
+    /// A running thread for which `stalledSample` has a stack (the newest sample of a watched loop
+    /// stalled itself, see ``ThreadStack/stackAgeNanoseconds``) is not signalled: with many loops
+    /// stalled at once on saturated CPUs, each signal waits until its thread gets a CPU, and the
+    /// walk used the whole capture time before every round's first report.
     func otherThreads(except excluded: ThreadID, threads: [ThreadID], maySignal: Bool = true,
-                      deadline: MonotonicInstant) -> [ThreadStack] {
+                      deadline: MonotonicInstant,
+                      stalledSample: (ThreadID) -> CapturedStack? = { _ in nil }) -> [ThreadStack] {
         // One list, sized once (no filtered copy of the thread list first).
         var stacks: [ThreadStack] = []
         stacks.reserveCapacity(threads.count)
         for tid in threads where tid != excluded {
-            if let stack = otherThread(tid, maySignal: maySignal, deadline: deadline) { stacks.append(stack) }
+            if let stack = otherThread(tid, maySignal: maySignal, deadline: deadline, stalledSample: stalledSample) {
+                stacks.append(stack)
+            }
         }
         return stacks
     }
 
-    /// One other thread's state and stack (see ``otherThreads(except:threads:maySignal:deadline:)``).
-    private func otherThread(_ tid: ThreadID, maySignal: Bool, deadline: MonotonicInstant) -> ThreadStack? {
+    /// One other thread's state and stack (see ``otherThreads(except:threads:maySignal:deadline:stalledSample:)``).
+    private func otherThread(_ tid: ThreadID, maySignal: Bool, deadline: MonotonicInstant,
+                             stalledSample: (ThreadID) -> CapturedStack?) -> ThreadStack? {
         guard let info = ThreadGlance.read(tid) else { return nil }
+        if info.syscall == nil, maySignal, let sample = stalledSample(tid) {
+            // Borrowed from the loop's samples: its storage stays there.
+            let now = MonotonicClock.now().nanoseconds
+            return ThreadStack(thread: ThreadIdentity(id: tid.rawValue, name: info.name), state: String(info.state.procLetter),
+                               syscall: nil, frames: reportFrames(sample),
+                               stackAgeNanoseconds: sample.takenAtNanoseconds.map { now > $0 ? now - $0 : 0 })
+        }
         let left = deadline - MonotonicClock.now()
         var stack: CapturedStack?
         if info.syscall != nil || !maySignal {

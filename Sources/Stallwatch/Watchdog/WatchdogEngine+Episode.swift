@@ -43,20 +43,20 @@ extension WatchdogEngine {
             m.forgetBusyPeriod(keepRing: configuration.sampleContinuously)
         case .busy:
             refreshBaseline(m, thread: thread, stamp: busySince, now: now)
-            if configuration.sampleContinuously { collect(m, thread: thread) }
+            if configuration.sampleContinuously { collect(m, thread: thread, now: now) }
         case .suspected:
             refreshBaseline(m, thread: thread, stamp: busySince, now: now)
-            collect(m, thread: thread)
+            collect(m, thread: thread, now: now)
             if evidenceDue(m, now: now) { noteEvidence(m, thread: thread, stamp: busySince) }
         case .stalled(let since, let elapsed):
             refreshBaseline(m, thread: thread, stamp: busySince, now: now)
-            collect(m, thread: thread)
+            collect(m, thread: thread, now: now, fresh: true)
             // The first report's evidence is read now, however recent the last.
             noteEvidence(m, thread: thread, stamp: busySince)
             report(m, thread: thread, stamp: busySince, start: since, elapsed: elapsed, now: now)
         case .stillStalled(let since, let elapsed, _):
             refreshBaseline(m, thread: thread, stamp: busySince, now: now)
-            collect(m, thread: thread)
+            collect(m, thread: thread, now: now)
             if evidenceDue(m, now: now) { noteEvidence(m, thread: thread, stamp: busySince) }
             report(m, thread: thread, stamp: busySince, start: since, elapsed: elapsed, now: now)
         case .stalledAfterItEnded(let since, let duration):
@@ -101,8 +101,11 @@ extension WatchdogEngine {
     }
 
     /// Adds fresh samples: the timer ring's (taken while the thread ran) and, when the thread is
-    /// blocked in a system call, one recovered from its kernel-reported SP/PC (never a signal).
-    private func collect(_ m: LoopMonitor, thread: ThreadID?) {
+    /// blocked in a system call, one recovered from its kernel-reported SP/PC (never a signal) —
+    /// at most once per sampling interval, or now when `fresh` (the stall's first report). With
+    /// many loops stalled at once the watchdog runs a round every few ms, and reading every
+    /// loop's `syscall` file in each was most of a round's work while the first reports waited.
+    private func collect(_ m: LoopMonitor, thread: ThreadID?, now: MonotonicInstant, fresh: Bool = false) {
         guard let thread else { return }
         if maySignal, m.ring == nil || m.ring?.thread != thread {
             m.stopSampling()
@@ -138,11 +141,11 @@ extension WatchdogEngine {
             }
             if count > 0 { metrics?.recordSamples(count: count, handlerTime: handlerTime) }
         }
-        // Asked every round, mostly of a running thread (no stack): no storage is handed over for it.
-        // Through the loop's kept `syscall` descriptor once its evidence opened it (every round of
-        // a suspected loop), by path before (a short busy period never opens them).
-        let files = m.taskFiles.flatMap { $0.tid == thread ? $0 : nil }
-        if let blocked = try? (files.map { try sampler.captureBlockedStack($0) } ?? sampler.captureBlockedStack(of: thread)) {
+        guard fresh || m.blockedReadAt.map({ now - $0 >= configuration.sampleInterval }) ?? true else { return }
+        m.blockedReadAt = now
+        // Asked mostly of a running thread (no stack): no storage is handed over for it. Through
+        // the loop's `syscall` descriptor, kept open from the first time a busy period gets here.
+        if let blocked = try? sampler.captureBlockedStack(m.files(of: thread)) {
             metrics?.recordSamples(count: 1, handlerTime: blocked.handlerTime)
             m.append(blocked)
         }
@@ -330,6 +333,21 @@ extension WatchdogEngine {
         StallAttribution.reported(final, samples: m.samples)
     }
 
+    /// The newest sample of a watched loop whose thread is `tid` and which is stalled itself: busy
+    /// since before the sample was taken, still busy, and the sample younger than the threshold
+    /// (see ``ThreadStack/stackAgeNanoseconds``). Only timed samples of the busy period qualify; a
+    /// linear search, as the walk is one per round and allocates nothing.
+    private func stalledSample(of tid: ThreadID) -> CapturedStack? {
+        let now = MonotonicClock.now()
+        for m in monitors.values where m.source.thread == tid {
+            guard let since = m.source.busySince, let last = m.samples.last, last.thread == tid,
+                  let taken = last.takenAtNanoseconds.map(MonotonicInstant.init(nanoseconds:)),
+                  taken >= since, now - taken <= configuration.threshold else { continue }
+            return last
+        }
+        return nil
+    }
+
     private func processCPUPercent(_ facts: RoundFacts, now: MonotonicInstant) -> Double {
         guard let last = lastProcessCPU, let at = lastCPUAt, let cpu = facts.process?.cpuTime, now > at else { return 0 }
         return (cpu - last) / (now - at) * 100
@@ -342,7 +360,8 @@ extension WatchdogEngine {
         var others: [ThreadStack]?
         if case .walkAllThreads = ThreadCountPolicy(cutoff: configuration.threadCountCutoff).evaluate(threadCount: roundThreads.count) {
             others = builder.otherThreads(except: ownThread, threads: roundThreads, maySignal: maySignal,
-                                          deadline: MonotonicClock.now() + schedule.captureTime)
+                                          deadline: MonotonicClock.now() + schedule.captureTime,
+                                          stalledSample: { stalledSample(of: $0) })
         }
         let facts = RoundFacts(at: now, threadCount: roundThreads.count, otherThreads: others, process: try? ProcessStats.current(),
                                topology: ReportBuilder.numaFacts(stalledThread: nil).nodes)

@@ -22,13 +22,20 @@ public struct ThreadStack: Sendable, Equatable, Codable {
     public var syscall: Int?
     /// Its stack, leaf first.
     public var frames: [ReportFrame]
+    /// How long before the report was made its stack was taken, when the stack is the newest sample
+    /// of a watched loop's thread that is itself stalled (busy since before that sample, and still
+    /// busy) rather than a capture made for this report; `nil` for a capture made for the report.
+    /// Such a thread runs the same stalled work the sample shows, and no signal had to wait for it.
+    public var stackAgeNanoseconds: UInt64?
 
     /// Creates a thread stack.
-    public init(thread: ThreadIdentity, state: String, syscall: Int? = nil, frames: [ReportFrame]) {
+    public init(thread: ThreadIdentity, state: String, syscall: Int? = nil, frames: [ReportFrame],
+                stackAgeNanoseconds: UInt64? = nil) {
         self.thread = thread
         self.state = state
         self.syscall = syscall
         self.frames = frames
+        self.stackAgeNanoseconds = stackAgeNanoseconds
     }
 }
 
