@@ -94,12 +94,15 @@ struct CommandLineTests {
         let other = ThreadStack(thread: ThreadIdentity(id: 7, name: "w\u{1b}[2Jorker"), state: "S", syscall: 202,
                                 frames: [ReportFrame(address: 0x2000, info: SymbolInfo(symbol: "deep\u{1b}c"), sampleCount: 1),
                                          ReportFrame(address: 0x3000, info: SymbolInfo(symbol: "outer\u{9b}2J"), sampleCount: 1)])
+        let stalledNeighbour = ThreadStack(thread: ThreadIdentity(id: 8, name: "loop-2"), state: "R",
+                                           frames: [ReportFrame(address: 0x4000, info: SymbolInfo(symbol: "spin"), sampleCount: 1)],
+                                           stackAgeNanoseconds: 120_000_000)
         var report = StallReport(kind: .stall, id: "id\u{1b}[2J", cause: StallCause(kind: .lockWait, evidence: "ev\u{1b}[2J"),
                                  loopName: "loop\u{1b}[2J", thread: ThreadIdentity(id: 42, name: "name\u{1b}[2J\r"),
                                  startTimeUnixNanoseconds: 1_700_000_000_000_000_000, duration: .milliseconds(1552),
                                  durationIsFinal: true, sampleCount: 3, blamedStack: [frame],
                                  callTree: [ReportCallTreeNode(parent: -1, address: 0x1000, symbol: evil, module: "/srv/app", count: 3, selfCount: 3)],
-                                 otherThreads: [other], threadCount: 2, configuration: WatchdogConfiguration())
+                                 otherThreads: [other, stalledNeighbour], threadCount: 3, configuration: WatchdogConfiguration())
         report.sampleCount = 3
         report.request = ReportRequest(method: "GET", route: "/r\u{1b}[2J/:id", traceID: "4bf9", spanID: "00f0", sampleCount: 2)
         let path = "\(dir)/evil.json"
@@ -119,6 +122,7 @@ struct CommandLineTests {
         #expect(shown.contains("name\\x1b[2J\\x0d"), "the whole thread name: \(shown)")
         #expect(shown.contains("deep\\x1bc") && shown.contains("outer\\x9b2J"), "every frame of the other thread: \(shown)")
         #expect(!(try tool.run(["show", path]).output.contains("outer")), "only the top frame without --threads")
+        #expect(shown.contains("8 \"loop-2\" [R; stack sampled 120 ms before, in its own stall]"), "a stalled neighbour's stack says its age: \(shown)")
     }
 
     @Test("pprof, flame and list on a real stall; list puts one line per distinct stall, most total time first")

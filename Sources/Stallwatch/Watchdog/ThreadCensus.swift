@@ -1,7 +1,7 @@
 import CSampler
 import StallwatchReport
 
-/// The process's thread count and runnable threads, read at most once per watchdog round: every
+/// The process's thread count and runnable threads, read at most once per ``runnableFreshness``: every
 /// stalled loop's evidence needs the count, and a starved one the runnable threads. Read per loop,
 /// 64 loops stalled at once meant 64 listings and 64 × 70 `/proc` stat reads a round — 40 % of the
 /// watchdog's CPU in `bench detect`'s 64 spinning loops, on a watchdog that gets a few per cent of
@@ -13,20 +13,21 @@ struct ThreadCensus {
     /// does not come and go within a tenth of a second).
     static let runnableFreshness = Duration.milliseconds(100)
 
-    private var round: MonotonicInstant?
     private var count: Int?
+    private var countAt: MonotonicInstant?
     private var runnable: Int??
     private var runnableAt: MonotonicInstant?
     /// Storage for listing the threads, kept from round to round (no allocation per round).
     private var tids: [ThreadID] = []
     private let directory = TaskDirectory()
 
-    /// Threads of this process (0 when they cannot be listed).
+    /// Threads of this process (0 when they cannot be listed), listed at most once per
+    /// ``runnableFreshness`` (evidence of too many threads, which does not change within it either).
     mutating func threadCount(round now: MonotonicInstant) -> Int {
-        start(now)
-        if let count { return count }
+        if let count, let at = countAt, now - at < Self.runnableFreshness { return count }
         let listed = (try? ThreadList.count(directory: directory.descriptor)) ?? 0
         count = listed
+        countAt = now
         return listed
     }
 
@@ -37,12 +38,6 @@ struct ThreadCensus {
         runnable = .some(read)
         runnableAt = now
         return read
-    }
-
-    private mutating func start(_ now: MonotonicInstant) {
-        guard round != now else { return }
-        round = now
-        count = nil
     }
 
     private mutating func readRunnable() -> Int? {

@@ -373,12 +373,13 @@ extension WatchdogEngine {
         writer?.submit(report)
         let top = report.blamedStack.isEmpty ? "?" : report.blamedSummary(frames: 1)
         if report.kind == .stall {
+            // The event first: a log line written to a slow stream must not delay it.
+            emit(.stall(report))
             // Strings passed as they are, the duration as itself (see `finish`): same output.
             logger.warning("stall", metadata: [
                 "loop": .string(report.loopName ?? "?"), "cause": .string(report.cause?.kind.rawValue ?? "?"),
                 "duration": .stringConvertible(report.duration), "blamed": .string(top), "id": .string(report.id),
             ])
-            emit(.stall(report))
         } else {
             logger.warning("high CPU", metadata: ["kind": "\(report.kind.rawValue)", "id": "\(report.id)"])
             emit(.cpu(report))

@@ -149,6 +149,16 @@ final class WatchdogEngine {
         return now - since >= configuration.threshold
     }
 
+    /// Whether round pass `pass` steps `m` (see ``round()``): 0, awaiting detection with samples
+    /// already; 1, awaiting detection without; 2, every loop not stepped yet.
+    private func isInPass(_ pass: Int, _ m: LoopMonitor, now: MonotonicInstant) -> Bool {
+        switch pass {
+        case 0: isAwaitingDetection(m, now: now) && !m.samples.isEmpty
+        case 1: isAwaitingDetection(m, now: now)
+        default: true
+        }
+    }
+
     /// Runs one round. Returns when the next round should run.
     func round() -> MonotonicInstant {
         let now = MonotonicClock.now()
@@ -176,11 +186,13 @@ final class WatchdogEngine {
         }
         var anyActive = false
         var anyPing = false
-        // Two passes: loops whose busy period has passed the threshold and that are not reported
-        // yet go first. With many loops stalled at once, the round's evidence and samples of the
-        // others (tens of ms on saturated CPUs) would otherwise come before their detection.
-        for pass in 0..<2 {
-        for m in monitors.values where m.steppedInRound != now && (pass == 1 || isAwaitingDetection(m, now: now)) {
+        // Three passes: loops whose busy period has passed the threshold and that are not reported
+        // yet go first — those with samples, then those without, whose report first waits for a
+        // one-off capture of a thread that may not get a CPU for a while. With many loops stalled
+        // at once, the round's evidence and samples of the others (tens of ms on saturated CPUs)
+        // would otherwise come before their detection.
+        for pass in 0..<3 {
+        for m in monitors.values where m.steppedInRound != now && isInPass(pass, m, now: now) {
             m.steppedInRound = now
             // Before the next ping is posted: the answered one's latency is read exactly once.
             let lag = m.source.takeLag()
