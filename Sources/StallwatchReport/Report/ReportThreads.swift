@@ -28,9 +28,14 @@ public struct ThreadStack: Sendable, Equatable, Codable {
     /// Such a thread runs the same stalled work the sample shows, and no signal had to wait for it.
     public var stackAgeNanoseconds: UInt64?
 
-    /// Creates a thread stack.
+    /// Creates a thread stack captured for the report.
+    public init(thread: ThreadIdentity, state: String, syscall: Int? = nil, frames: [ReportFrame]) {
+        self.init(thread: thread, state: state, syscall: syscall, frames: frames, stackAgeNanoseconds: nil)
+    }
+
+    /// Creates a thread stack; `stackAgeNanoseconds` as ``stackAgeNanoseconds``.
     public init(thread: ThreadIdentity, state: String, syscall: Int? = nil, frames: [ReportFrame],
-                stackAgeNanoseconds: UInt64? = nil) {
+                stackAgeNanoseconds: UInt64?) {
         self.thread = thread
         self.state = state
         self.syscall = syscall
