@@ -96,6 +96,24 @@ struct PoolLookTests {
         #expect(watcher.waitsForWork(tid) == true, "back in its wait for work after the block")
     }
 
+    @Test("a busy thread started from async code, named like a worker by inheritance, is not watched as one")
+    func inheritedWorkerName() async throws {
+        let watcher = PoolJobWatcher(sampler: try StackSampler(), symbolizer: .shared)
+        try #require(watcher.isAvailable)
+        // Linux gives a new thread its creator's name: one started from a job is `oot.default-qos`.
+        let spinner = await Task.detached { TestThread(name: "sw-inherited") { _ = stallwatchFixtureLeafSpin($0) } }.value
+        defer { spinner.stopAndJoin() }
+        let tid = try #require(spinner.tid)
+        let name = try ThreadInfo.read(tid).name
+        try #require(name.hasSuffix("-qos"), "the premise: the thread inherited a worker's name (\(name))")
+        for _ in 0..<4 {
+            _ = watcher.scan(now: MonotonicClock.now())
+            usleep(30_000)
+        }
+        // Taken for a worker, it would be known (busy, not waiting for work) and signalled each scan.
+        #expect(watcher.waitsForWork(tid) == nil, "still watched as a pool worker")
+    }
+
     /// A job blocked in one wait for long costs a CPU-clock read per scan, not two `/proc` reads:
     /// a thread whose clock has not moved has not run, so it is still where the last scan found it.
     @Test("a pool job blocked for long is scanned by its CPU clock, not its /proc files")

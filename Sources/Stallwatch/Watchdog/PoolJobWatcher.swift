@@ -44,6 +44,11 @@ final class PoolJobWatcher {
         }
         /// The last scan that listed the thread (one that did not has seen it exit).
         var seen = 0
+        /// Whether a whole stack of it ran through libdispatch (see `confirmWorker`); until then
+        /// its name alone made it a worker.
+        var isConfirmed = false
+        /// Whether a whole stack of it did not: a thread named like a worker that is not one.
+        var isImpostor = false
         var job: PoolJob?
         var blockedAt: (call: sw_thread_syscall_t, timeslices: UInt64)?
         var cpu: (time: Duration, at: MonotonicInstant)?
@@ -71,6 +76,19 @@ final class PoolJobWatcher {
         /// one not yet known as idle): while its clock still reads that, it has not run, so it
         /// waits where it did and nothing is new.
         var blockedCPU: UInt64?
+    }
+
+    /// Settles whether `thread` is a libdispatch worker from its first whole stack: a worker's
+    /// runs through libdispatch (its worker loop). A thread created from a pool worker inherits the
+    /// worker's name (Linux copies it, and Foundation's `Thread.name` does not rename the kernel
+    /// thread), so a service's own thread started from async code is named `oot.default-qos` too;
+    /// taken for a worker, a busy one would be signalled at every scan.
+    private func confirmWorker(_ thread: PoolThread, by stack: CapturedStack) {
+        guard !thread.isConfirmed, stack.isWhole else { return }
+        let inDispatch = stack.frames.contains { address in
+            symbolizer.symbolize(address).module.map { ($0.split(separator: "/").last ?? "").hasPrefix("libdispatch.so") } ?? false
+        }
+        if inDispatch { thread.isConfirmed = true } else { thread.isImpostor = true }
     }
 
     private let sampler: StackSampler
@@ -149,6 +167,12 @@ final class PoolJobWatcher {
             }
             thread.seen = scans
             observe(thread, tid: tid, now: now, frames: frames, maySignal: maySignal)
+            if thread.isImpostor {
+                // Named like a worker, not one: looked at again only as rarely as any other thread.
+                threads[tid] = nil
+                others[tid] = (retry: scans + Self.otherRetryLimit, wait: Self.otherRetryLimit, seen: scans)
+                changed = true
+            }
         }
         if threads.values.contains(where: { $0.seen != scans }) {
             threads = threads.filter { $0.value.seen == scans }
@@ -212,6 +236,7 @@ final class PoolJobWatcher {
             } else {
                 thread.blockedAt = (call, slices)
                 let stack = try? sampler.captureBlockedStack(of: tid)
+                if let stack { confirmWorker(thread, by: stack) }
                 job = stack.flatMap { identify($0, frames, thread: thread, running: false) }
                 if let stack, case .some(.none) = job {
                     let forWork = stack.isWhole && isWorkerWait(stack)
@@ -230,8 +255,9 @@ final class PoolJobWatcher {
             if maySignal, let cpuNow, let before = thread.cpu, now > before.at,
                (cpuNow - before.time) / (now - before.at) >= 0.5 {
                 // Busy on the CPU for most of the interval: worth a signal to see which job.
-                job = (try? sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(20)))
-                    .flatMap { identify($0, frames, thread: thread, running: true) }
+                let stack = try? sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(20))
+                if let stack { confirmWorker(thread, by: stack) }
+                job = stack.flatMap { identify($0, frames, thread: thread, running: true) }
             } else {
                 job = nil
             }
