@@ -10,46 +10,17 @@ import Testing
 /// the first reports of the loops still waiting for theirs.
 @Suite("Rounds in a storm of stalls", .serialized)
 struct StormRoundTests {
-    static let threshold = Duration.milliseconds(100)
-
-    func engine(onEvent: @escaping (WatchdogEvent) -> Void = { _ in }) throws -> WatchdogEngine {
-        WatchdogEngine(configuration: .watchingOwnLoops(threshold: Self.threshold), sampler: try StackSampler(),
-                       writer: nil, logger: Logger(label: "storm-round"), metrics: nil, emit: onEvent)
-    }
-
-    /// Runs a round every `every` for `duration`.
-    func runRounds(_ engine: WatchdogEngine, for duration: Duration, every: Duration) -> Int {
-        let end = ContinuousClock.now + duration
-        var rounds = 0
-        while ContinuousClock.now < end {
-            _ = engine.round()
-            rounds += 1
-            usleep(UInt32(every / .microseconds(1)))
-        }
-        return rounds
-    }
-
     @Test("a blocked stalled loop gets one blocked stack per sampling interval, however often rounds come")
     func blockedSamplesPerInterval() throws {
-        let engine = try engine()
-        let probe = HeartbeatProbe(name: "storm-blocked")
-        engine.sync([.heartbeat(probe)])
-        let started = DispatchSemaphore(value: 0)
-        let worker = TestThread(name: "sw-storm-blocked") { _ in
-            probe.busy()
-            started.signal()
-            stallwatchFixtureSleep(microseconds: 600_000)
-            probe.idle()
-        }
-        started.wait()
+        let (engine, worker) = try RoundTestEngine.withBusyLoop("storm-blocked", busyMicroseconds: 600_000)
         defer {
             engine.shutdown()
             worker.stopAndJoin()
         }
         // Rounds every 2 ms for 300 ms (about 140, as in a storm), from before suspicion on.
-        let rounds = runRounds(engine, for: .milliseconds(300), every: .milliseconds(2))
+        let rounds = RoundTestEngine.runRounds(engine, for: .milliseconds(300), every: .milliseconds(2))
         let monitor = try #require(engine.monitors.values.first)
-        let interval = WatchdogConfiguration.watchingOwnLoops(threshold: Self.threshold).sampleInterval
+        let interval = WatchdogConfiguration.watchingOwnLoops(threshold: RoundTestEngine.threshold).sampleInterval
         // One per interval over 300 ms, plus the first report's fresh one.
         let most = Int(Duration.milliseconds(300) / interval) + 2
         #expect(monitor.samplesAdded >= 3 && monitor.samplesAdded <= most,
@@ -59,7 +30,7 @@ struct StormRoundTests {
     @Test("a report lists another stalled loop's thread with that loop's own newest sample, and its age")
     func stalledNeighbourFromItsSamples() throws {
         let reports = Mutex<[StallReport]>([])
-        let engine = try engine { event in
+        let engine = try RoundTestEngine.make { event in
             if event.kind == .stall, let report = event.report { reports.withLock { $0.append(report) } }
         }
         let probes = (0..<2).map { HeartbeatProbe(name: "storm-spin-\($0)") }
@@ -78,7 +49,7 @@ struct StormRoundTests {
             engine.shutdown()
             for worker in workers { worker.stopAndJoin() }
         }
-        _ = runRounds(engine, for: .milliseconds(400), every: .milliseconds(5))
+        _ = RoundTestEngine.runRounds(engine, for: .milliseconds(400), every: .milliseconds(5))
         let tids = workers.compactMap(\.tid)
         let all = reports.withLock { $0 }
         #expect(all.count == 2, "\(all.count) reports")
@@ -88,7 +59,7 @@ struct StormRoundTests {
         let neighbour = try #require(others.first { t in tids.contains { $0.rawValue == t.thread.id && $0.rawValue != second.thread?.id } },
                                      "the other stalled loop's thread is not listed")
         let age = try #require(neighbour.stackAgeNanoseconds, "the neighbour's stack was captured anew, not taken from its samples")
-        #expect(age <= UInt64(Self.threshold / .nanoseconds(1)))
+        #expect(age <= UInt64(RoundTestEngine.threshold / .nanoseconds(1)))
         #expect(neighbour.frames.contains { $0.symbol?.contains("stallwatchFixtureLeafSpin") == true },
                 "\(neighbour.frames.map { $0.symbol ?? "?" })")
     }

@@ -44,11 +44,9 @@ final class PoolJobWatcher {
         }
         /// The last scan that listed the thread (one that did not has seen it exit).
         var seen = 0
-        /// Whether a whole stack of it ran through libdispatch (see `confirmWorker`); until then
-        /// its name alone made it a worker.
-        var isConfirmed = false
-        /// Whether a whole stack of it did not: a thread named like a worker that is not one.
-        var isImpostor = false
+        /// Whether its first whole stack ran through libdispatch (see `confirmWorker`); `nil` until
+        /// one was seen, while its name alone makes it a worker. `false`: named like one, not one.
+        var isWorker: Bool?
         var job: PoolJob?
         var blockedAt: (call: sw_thread_syscall_t, timeslices: UInt64)?
         var cpu: (time: Duration, at: MonotonicInstant)?
@@ -84,11 +82,14 @@ final class PoolJobWatcher {
     /// thread), so a service's own thread started from async code is named `oot.default-qos` too;
     /// taken for a worker, a busy one would be signalled at every scan.
     private func confirmWorker(_ thread: PoolThread, by stack: CapturedStack) {
-        guard !thread.isConfirmed, stack.isWhole else { return }
-        let inDispatch = stack.frames.contains { address in
-            symbolizer.symbolize(address).module.map { ($0.split(separator: "/").last ?? "").hasPrefix("libdispatch.so") } ?? false
-        }
-        if inDispatch { thread.isConfirmed = true } else { thread.isImpostor = true }
+        guard thread.isWorker == nil, stack.isWhole else { return }
+        thread.isWorker = stack.frames.contains { Self.isInDispatch(symbolizer.symbolize($0)) }
+    }
+
+    /// Whether a symbolized frame lies in libdispatch.
+    private static func isInDispatch(_ frame: SymbolizedFrame) -> Bool {
+        guard let module = frame.module else { return false }
+        return (module.split(separator: "/").last ?? Substring(module)).hasPrefix("libdispatch.so")
     }
 
     private let sampler: StackSampler
@@ -167,7 +168,7 @@ final class PoolJobWatcher {
             }
             thread.seen = scans
             observe(thread, tid: tid, now: now, frames: frames, maySignal: maySignal)
-            if thread.isImpostor {
+            if thread.isWorker == false {
                 // Named like a worker, not one: looked at again only as rarely as any other thread.
                 threads[tid] = nil
                 others[tid] = (retry: scans + Self.otherRetryLimit, wait: Self.otherRetryLimit, seen: scans)
@@ -360,11 +361,7 @@ final class PoolJobWatcher {
     /// Read once per wait learnt, not per scan.
     private func isWorkerWait(_ stack: CapturedStack) -> Bool {
         let frames = stack.frames.map { symbolizer.symbolize($0) }  // the leaf first
-        func file(_ f: SymbolizedFrame) -> Substring {
-            guard let module = f.module else { return "" }
-            return module.split(separator: "/").last ?? Substring(module)
-        }
-        let inDispatch = { (f: SymbolizedFrame) in file(f).hasPrefix("libdispatch.so") }
+        let inDispatch = Self.isInDispatch
         guard let inner = frames.firstIndex(where: inDispatch), let outer = frames.lastIndex(where: inDispatch),
               frames[outer].symbol == "_dispatch_worker_thread" else { return false }
         // Above the worker's loop lies only the thread's start (a sanitizer wraps it in the executable).
