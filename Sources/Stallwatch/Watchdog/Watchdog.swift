@@ -32,6 +32,8 @@ public final class Watchdog: Sendable {
     private let sampler: StackSampler
     private let writer: ReportWriter?
     private let logger: Logger
+    /// Where the watchdog thread's log lines go to `logger`: never written on that thread.
+    private let logQueue = WatchdogLogQueue()
     private let handler: (@Sendable (WatchdogEvent) -> Void)?
     /// Where the watchdog's figures go (see ``WatchdogMetrics``), or `nil` for none.
     public let metrics: WatchdogMetrics?
@@ -51,7 +53,10 @@ public final class Watchdog: Sendable {
     ///   - configuration: thresholds and limits; validated here.
     ///   - reportDirectory: where JSON reports go (bounded, 0600 files); `nil` keeps them in events only.
     ///   - reportLimits: how many reports, bytes and days the directory keeps (the oldest go first).
-    ///   - logger: swift-log logger for stall warnings and errors.
+    ///   - logger: swift-log logger for stall warnings and errors. The watchdog thread's lines reach
+    ///     its handler from a queue of Stallwatch's own, so a handler that blocks (stderr into a pipe
+    ///     nobody reads) never holds up detection; ``stop()`` waits for them (at most 5 s). Past
+    ///     1 024 lines waiting, lines are dropped, and one error line says how many.
     ///   - metrics: swift-metrics figures (stalls by loop and cause, loop lag, sampler cost...), sent
     ///     to the backend the application bootstrapped; `nil` for none. Add process figures with
     ///     `WatchdogMetrics(process: ProcessMetrics())`.
@@ -182,6 +187,7 @@ public final class Watchdog: Sendable {
         } else {
             pthread_join(thread, nil)
             writer?.flush()
+            logQueue.flush()
         }
     }
 
@@ -189,6 +195,7 @@ public final class Watchdog: Sendable {
         _ = sw_thread_set_name("stallwatch")
         // A thread other than the pool's: with one of them, it confirms where glibc keeps a thread's id.
         sw_thread_layout_observe()
+        let logger = logger.writing(through: logQueue)
         WatchdogPriority.raise(logger: logger)
         let engine = WatchdogEngine(configuration: configuration, sampler: sampler, writer: writer, logger: logger,
                                     metrics: metrics) { [continuation, handler, metrics] event in
