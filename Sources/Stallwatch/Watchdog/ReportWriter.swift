@@ -75,12 +75,7 @@ final class ReportWriter: Sendable {
     /// finished in time.
     @discardableResult
     func flush(timeout: Duration = .seconds(5)) -> Bool {
-        let done = DispatchSemaphore(value: 0)
         // Written here rather than left to the wake-up source: its handler may not be queued yet.
-        queue.async { [self] in
-            writePending()
-            done.signal()
-        }
-        return done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout.clampedNanoseconds))) == .success
+        queue.runAndWait(atMost: timeout) { [self] in writePending() }
     }
 }

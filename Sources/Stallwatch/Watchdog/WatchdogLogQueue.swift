@@ -69,12 +69,7 @@ final class WatchdogLogQueue: Sendable {
     /// it finished in time (a handler that blocks keeps its lines).
     @discardableResult
     func flush(timeout: Duration = .seconds(5)) -> Bool {
-        let done = DispatchSemaphore(value: 0)
-        queue.async { [self] in
-            writePending()
-            done.signal()
-        }
-        return done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout.clampedNanoseconds))) == .success
+        queue.runAndWait(atMost: timeout) { [self] in writePending() }
     }
 }
 
