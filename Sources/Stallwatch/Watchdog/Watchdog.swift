@@ -61,7 +61,10 @@ public final class Watchdog: Sendable {
     ///     to the backend the application bootstrapped; `nil` for none. Add process figures with
     ///     `WatchdogMetrics(process: ProcessMetrics())`.
     ///   - onEvent: called for every event, besides ``events``: on the watchdog thread, or for a
-    ///     report that could not be written, on the report writer's queue. Keep it short.
+    ///     report that could not be written, on the report writer's queue. Keep it short, and wait
+    ///     on nothing a log write may hold: `fflush(nil)` takes standard error's lock, which a log
+    ///     line blocked on a full pipe keeps (the examples write each event to standard output with
+    ///     one unbuffered `FileHandle` write).
     public convenience init(configuration: WatchdogConfiguration = WatchdogConfiguration(),
                             reportDirectory: String? = nil,
                             reportLimits: ReportStoreLimits = ReportStoreLimits(),

@@ -37,7 +37,7 @@ let watchdog = try Watchdog(
     reportDirectory: environment["STALLWATCH_REPORT_DIR"],
     logger: Logger(label: "stallwatch"),
     metrics: try WatchdogMetrics(process: processMetrics),
-    onEvent: { event in print(event.jsonLine); fflush(nil) })
+    onEvent: { event in FileHandle.standardOutput.write(Data((event.jsonLine + "\n").utf8)) })
 watchdog.monitor(eventLoopGroup: group, ticks: ticks) // every NIO event loop, by its ticks
 watchdog.monitor(PingProbe.cooperativePool())       // the whole pool starved
 // Single route-handler jobs that block their pool thread are watched by default (watchPoolJobs).

@@ -15,7 +15,7 @@ let watchdog = try Watchdog(
     configuration: WatchdogConfiguration(threshold: .milliseconds(thresholdMilliseconds)),
     reportDirectory: environment["STALLWATCH_REPORT_DIR"],
     logger: Logger(label: "stallwatch"),
-    onEvent: { event in print(event.jsonLine); fflush(nil) })
+    onEvent: { event in FileHandle.standardOutput.write(Data((event.jsonLine + "\n").utf8)) })
 watchdog.monitor(eventLoopGroup: group)
 try watchdog.start()
 

@@ -23,7 +23,7 @@ app.middleware.use(StallAttributionMiddleware())   // stall reports name the req
 let watchdog = try Watchdog(
     configuration: WatchdogConfiguration(threshold: .milliseconds(thresholdMilliseconds)),
     reportDirectory: environment["STALLWATCH_REPORT_DIR"],
-    onEvent: { event in print(event.jsonLine); fflush(nil) })
+    onEvent: { event in FileHandle.standardOutput.write(Data((event.jsonLine + "\n").utf8)) })
 watchdog.monitor(eventLoopGroup: app.eventLoopGroup) // Vapor's event loops: sync and future routes
 watchdog.monitor(PingProbe.cooperativePool())        // the whole pool starved
 // async routes run as Tasks on the pool: each blocking job is watched by default (watchPoolJobs)
