@@ -5,14 +5,28 @@ import CSampler
 /// Every job on the cooperative pool runs under the runtime's `swift_job_run`; what the job itself
 /// runs sits just inside that frame. A job is identified by the function it entered from
 /// `swift_job_run` (the task's partial function: the async handler's own code) and the return
-/// addresses from `swift_job_run` outwards. The same identity seen in two scans means the thread
-/// has not left that job in between, unless two jobs of the same function ran back to back with no
-/// scan seeing the thread elsewhere — a limit of watching from outside without runtime hooks.
+/// addresses from `swift_job_run` outwards, and by the request it serves when the capture read one
+/// (``CapturedStack/requestTag``). The same identity seen in two scans means the thread has not
+/// left that job in between, unless two jobs of the same function for the same request (or with no
+/// request tag: a service without ``StallAttribution``) ran back to back with no scan seeing the
+/// thread elsewhere — a limit of watching from outside without runtime hooks. Under steady load a
+/// blocking route handler runs back to back for request after request on one worker; without the
+/// request in the identity they made one long stall.
 struct PoolJob: Hashable {
     /// Entry of the job's first function (the partial function `swift_job_run` called).
     var rootFunction: UInt
     /// Return addresses from `swift_job_run` to the thread's outermost frame.
     var outerFrames: [UInt]
+    /// The request the job serves, when the capture read its tag.
+    var request: UInt64? = nil
+
+    /// Whether `other` may be this job seen again: the same code, and not another request's (a
+    /// capture without a tag proves nothing about the request).
+    func isSame(as other: PoolJob?) -> Bool {
+        guard let other, rootFunction == other.rootFunction, outerFrames == other.outerFrames else { return false }
+        guard let request, let otherRequest = other.request else { return true }
+        return request == otherRequest
+    }
 
     /// A job whose stack could not be walked as far as `swift_job_run` (code with neither frame
     /// pointers nor unwind tables, a corrupt frame), on a thread that keeps burning CPU: a worker
@@ -53,6 +67,6 @@ struct SwiftJobFrames {
         }
         // frames[i - 1] returns into the runtime's job runner; the frame inside it is the job's own.
         let inner = i >= 2 ? functionStart(frames[i - 2] &- 1) : functionStart(frames[0])
-        return PoolJob(rootFunction: inner, outerFrames: Array(frames[i...]))
+        return PoolJob(rootFunction: inner, outerFrames: Array(frames[i...]), request: stack.requestTag)
     }
 }

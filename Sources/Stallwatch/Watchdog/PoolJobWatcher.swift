@@ -275,17 +275,28 @@ final class PoolJobWatcher {
             if thread.awaySince == nil { thread.awaySince = now }
             thread.awaySeenAt = now
         }
-        guard let job else { return }
+        guard var job else { return }
         thread.last = sched ? (now, run &+ wait, call.nr == -2) : nil
-        if let job {
-            if thread.job?.isUnwalked == true, !job.isUnwalked {
+        if let seen = job {
+            if thread.job?.isUnwalked == true, !seen.isUnwalked {
                 // The same job, its stack walked now: it keeps the start it was first seen with.
-            } else if job != thread.job {
+            } else if !seen.isSame(as: thread.job) {
                 var start = Self.start(after: previous, now: now, demandSince: demandSince, runningNow: call.nr == -2)
                 if call.nr != -2, thread.job == nil, let previous, let away = awaySince, away > previous.at, away < now {
                     start = previous.at + (away - previous.at) / 2
                 }
+                if thread.job != nil, let previous, previous.at < now {
+                    // Another job right after the one the last scan saw (the next request on the same
+                    // handler, or other code), no scan between them: that one ended where this one
+                    // began, somewhere between the two scans. The thread's demand cannot tell where.
+                    start = previous.at + (now - previous.at) / 2
+                    thread.probe.markIdle(since: start)
+                }
                 thread.probe.markBusy(since: start, thread: tid)
+            } else if seen.request == nil {
+                // The same job seen by a capture that read no tag (a blocked thread's, before its
+                // layout was learned): it still serves the request it was seen with.
+                job?.request = thread.job?.request
             }
         } else if thread.job != nil {
             var end = Self.end(after: previous, now: now, demandSince: demandSince)

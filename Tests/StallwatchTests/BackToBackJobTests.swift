@@ -1,0 +1,55 @@
+import Foundation
+import Glibc
+import StallwatchReport
+import Testing
+@testable import Stallwatch
+
+/// One request's blocking work, the same code for every request (a route handler that blocks).
+@inline(never)
+func backToBackFixtureServe(route: String, milliseconds: Int) async -> UInt64 {
+    await StallAttribution.serving(method: "GET", route: route) {
+        poolFixtureSpin(milliseconds: milliseconds)
+    }
+}
+
+@Suite("Back-to-back pool jobs", .serialized)
+struct BackToBackJobTests {
+    /// Under steady load a blocking handler runs for request after request on the same worker, with
+    /// no scan seeing the worker between two of them. The jobs' stacks are the same, so they were
+    /// taken for one job: one long stall naming one request (the Hummingbird example, 300 requests
+    /// blocking 150 ms each at a 100 ms threshold, gave 54 reports for 100 requests, some of them
+    /// 900 ms long). Twice as many jobs as pool threads, queued at once: the second wave runs right
+    /// after the first on the same workers. Each is one stall, naming its own request.
+    @Test("back-to-back jobs of one handler for different requests: one stall each, each naming its request")
+    func oneStallPerRequest() async throws {
+        let directory = temporaryDirectory("back-to-back")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let log = EventLog()
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(300)),
+                                    reportDirectory: directory, metrics: nil) { log.append($0) }
+        try watchdog.start()
+        try await Task.sleep(for: .milliseconds(200))
+        let jobs = 2 * ProcessInfo.processInfo.activeProcessorCount
+        let job = Duration.milliseconds(600)
+        let tasks = (0..<jobs).map { i in
+            Task.detached { await backToBackFixtureServe(route: "/job/\(i)", milliseconds: 600) }
+        }
+        for t in tasks { _ = await t.value }
+        var waited = Duration.zero
+        func finals() -> [StallReport] {
+            storedReports(directory).filter { $0.kind == .stall && $0.loopName == PoolJobWatcher.loopName && $0.durationIsFinal }
+        }
+        while finals().count < jobs && waited < .seconds(5) {
+            try await Task.sleep(for: .milliseconds(50))
+            waited += .milliseconds(50)
+        }
+        watchdog.stop()
+        let reports = finals()
+        let summary = reports.map { "\($0.request?.route ?? "-") \($0.durationNanoseconds / 1_000_000) ms" }
+        #expect(reports.count == jobs, "\(summary)")
+        let routes = Set(reports.compactMap { $0.request?.route })
+        #expect(routes.count == reports.count, "each report names its own request: \(summary)")
+        // Each is one job long, not two (the boundary is placed between two scans: ± 20 ms).
+        #expect(reports.allSatisfy { Duration.nanoseconds($0.durationNanoseconds) < job + .milliseconds(150) }, "\(summary)")
+    }
+}
