@@ -53,3 +53,33 @@ struct BackToBackJobTests {
         #expect(reports.allSatisfy { Duration.nanoseconds($0.durationNanoseconds) < job + .milliseconds(150) }, "\(summary)")
     }
 }
+
+@Suite("Sequential pool jobs with short pauses", .serialized)
+struct SequentialJobTests {
+    /// Requests one after another (as `curl` in a loop sends them): each blocks its worker, then the
+    /// worker waits a few ms for the next, too briefly for a scan to see it waiting. Each is one
+    /// stall naming its request, none merged with the next.
+    @Test("sequential requests with a short pause: one stall each, each naming its request")
+    func sequential() async throws {
+        let directory = temporaryDirectory("sequential")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let log = EventLog()
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(100)),
+                                    reportDirectory: directory, metrics: nil) { log.append($0) }
+        try watchdog.start()
+        try await Task.sleep(for: .milliseconds(200))
+        let count = 10
+        for i in 0..<count {
+            _ = await Task.detached { await backToBackFixtureServe(route: "/seq/\(i)", milliseconds: 250) }.value
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        watchdog.stop()
+        let reports = storedReports(directory).filter { $0.kind == .stall && $0.loopName == PoolJobWatcher.loopName && $0.durationIsFinal }
+        let summary = reports.sorted { $0.startTimeUnixNanoseconds < $1.startTimeUnixNanoseconds }
+            .map { "\($0.request?.route ?? "-") \($0.durationNanoseconds / 1_000_000) ms" }
+        #expect(reports.count == count, "\(summary)")
+        #expect(Set(reports.compactMap { $0.request?.route }).count == reports.count, "\(summary)")
+        #expect(reports.allSatisfy { $0.durationNanoseconds < 400_000_000 }, "\(summary)")
+    }
+}

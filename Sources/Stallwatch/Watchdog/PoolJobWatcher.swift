@@ -285,13 +285,6 @@ final class PoolJobWatcher {
                 if call.nr != -2, thread.job == nil, let previous, let away = awaySince, away > previous.at, away < now {
                     start = previous.at + (away - previous.at) / 2
                 }
-                if thread.job != nil, let previous, previous.at < now {
-                    // Another job right after the one the last scan saw (the next request on the same
-                    // handler, or other code), no scan between them: that one ended where this one
-                    // began, somewhere between the two scans. The thread's demand cannot tell where.
-                    start = previous.at + (now - previous.at) / 2
-                    thread.probe.markIdle(since: start)
-                }
                 thread.probe.markBusy(since: start, thread: tid)
             } else if seen.request == nil {
                 // The same job seen by a capture that read no tag (a blocked thread's, before its
