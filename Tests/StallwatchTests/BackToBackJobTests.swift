@@ -12,6 +12,24 @@ func backToBackFixtureServe(route: String, milliseconds: Int) async -> UInt64 {
     }
 }
 
+/// A started watchdog watching pool jobs (its reports in a fresh directory), for the tests below.
+private func poolJobWatchdog(threshold: Duration) async throws -> (Watchdog, directory: String) {
+    let directory = temporaryDirectory("pool-jobs")
+    let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: threshold),
+                                reportDirectory: directory, metrics: nil)
+    try watchdog.start()
+    try await Task.sleep(for: .milliseconds(200))
+    return (watchdog, directory)
+}
+
+/// The final pool-job stall reports stored in `directory`, oldest first, and one line per report.
+private func finalPoolJobStalls(in directory: String) -> (reports: [StallReport], summary: [String]) {
+    let reports = storedReports(directory)
+        .filter { $0.kind == .stall && $0.loopName == PoolJobWatcher.loopName && $0.durationIsFinal }
+        .sorted { $0.startTimeUnixNanoseconds < $1.startTimeUnixNanoseconds }
+    return (reports, reports.map { "\($0.request?.route ?? "-") \($0.durationNanoseconds / 1_000_000) ms" })
+}
+
 @Suite("Back-to-back pool jobs", .serialized)
 struct BackToBackJobTests {
     /// Under steady load a blocking handler runs for request after request on the same worker, with
@@ -22,13 +40,8 @@ struct BackToBackJobTests {
     /// after the first on the same workers. Each is one stall, naming its own request.
     @Test("back-to-back jobs of one handler for different requests: one stall each, each naming its request")
     func oneStallPerRequest() async throws {
-        let directory = temporaryDirectory("back-to-back")
+        let (watchdog, directory) = try await poolJobWatchdog(threshold: .milliseconds(300))
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let log = EventLog()
-        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(300)),
-                                    reportDirectory: directory, metrics: nil) { log.append($0) }
-        try watchdog.start()
-        try await Task.sleep(for: .milliseconds(200))
         let jobs = 2 * ProcessInfo.processInfo.activeProcessorCount
         let job = Duration.milliseconds(600)
         let tasks = (0..<jobs).map { i in
@@ -36,16 +49,12 @@ struct BackToBackJobTests {
         }
         for t in tasks { _ = await t.value }
         var waited = Duration.zero
-        func finals() -> [StallReport] {
-            storedReports(directory).filter { $0.kind == .stall && $0.loopName == PoolJobWatcher.loopName && $0.durationIsFinal }
-        }
-        while finals().count < jobs && waited < .seconds(5) {
+        while finalPoolJobStalls(in: directory).reports.count < jobs && waited < .seconds(5) {
             try await Task.sleep(for: .milliseconds(50))
             waited += .milliseconds(50)
         }
         watchdog.stop()
-        let reports = finals()
-        let summary = reports.map { "\($0.request?.route ?? "-") \($0.durationNanoseconds / 1_000_000) ms" }
+        let (reports, summary) = finalPoolJobStalls(in: directory)
         #expect(reports.count == jobs, "\(summary)")
         let routes = Set(reports.compactMap { $0.request?.route })
         #expect(routes.count == reports.count, "each report names its own request: \(summary)")
@@ -61,13 +70,8 @@ struct SequentialJobTests {
     /// stall naming its request, none merged with the next.
     @Test("sequential requests with a short pause: one stall each, each naming its request")
     func sequential() async throws {
-        let directory = temporaryDirectory("sequential")
+        let (watchdog, directory) = try await poolJobWatchdog(threshold: .milliseconds(100))
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let log = EventLog()
-        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(100)),
-                                    reportDirectory: directory, metrics: nil) { log.append($0) }
-        try watchdog.start()
-        try await Task.sleep(for: .milliseconds(200))
         let count = 10
         for i in 0..<count {
             _ = await Task.detached { await backToBackFixtureServe(route: "/seq/\(i)", milliseconds: 250) }.value
@@ -75,9 +79,7 @@ struct SequentialJobTests {
         }
         try await Task.sleep(for: .milliseconds(500))
         watchdog.stop()
-        let reports = storedReports(directory).filter { $0.kind == .stall && $0.loopName == PoolJobWatcher.loopName && $0.durationIsFinal }
-        let summary = reports.sorted { $0.startTimeUnixNanoseconds < $1.startTimeUnixNanoseconds }
-            .map { "\($0.request?.route ?? "-") \($0.durationNanoseconds / 1_000_000) ms" }
+        let (reports, summary) = finalPoolJobStalls(in: directory)
         #expect(reports.count == count, "\(summary)")
         #expect(Set(reports.compactMap { $0.request?.route }).count == reports.count, "\(summary)")
         #expect(reports.allSatisfy { $0.durationNanoseconds < 400_000_000 }, "\(summary)")
