@@ -1,7 +1,8 @@
 import Dispatch
 
-/// A ``ReportWriter``'s wake-up: a user-data source on its queue. Signals that arrive before the
-/// handler runs are merged into one run, and a signal allocates nothing.
+/// The wake-up of a queue the watchdog hands work to (``ReportWriter``'s, ``WatchdogLogQueue``'s):
+/// a user-data source on that queue. Signals that arrive before the handler runs are merged into
+/// one run, and a signal allocates nothing.
 final class WriterWakeup: @unchecked Sendable {
     // @unchecked: the source is only ever signalled, started and stopped, all of which dispatch
     // allows from any thread; it has no other state.
