@@ -1,10 +1,12 @@
 import ArgumentParser
 import BenchGoals
+import CSampler
 import Foundation
 import Glibc
 import Stallwatch
 import StallwatchPolicy
 import StallwatchReport
+import Synchronization
 
 /// `bench probe`: what a heartbeat costs the loop, and what an idle watchdog costs the process.
 /// Runs a default watchdog through one sampled stall, so every lazily touched structure is resident.
@@ -30,10 +32,12 @@ struct ProbeBenchmark: ParsableCommand {
         discussion: """
         The pair cost is timed over --pairs busy()/idle() pairs, --rounds times; median and spread
         are printed (goal: ≤ 25 ns a pair). The idle watchdog watches one idle loop with the default
-        configuration (2 s threshold; pool threads scanned every 40 ms) for --idle-seconds, in four
-        alternating rounds with pool-job watching on and off, while a light task load keeps two
-        pool threads alive; its thread's CPU clock gives its cost (goal: ≤ 0.01 % of a core), its
-        schedstat its wake-ups, and the watcher's own counters its scans and /proc reads a second.
+        configuration (2 s threshold; pool threads scanned every 40 ms unless the pool rests) for
+        --idle-seconds, in alternating rounds with pool-job watching on and off, while a burst of
+        tasks every --pool-task-interval-ms keeps two pool threads alive (an idle service); its
+        thread's CPU clock gives its cost (goal: ≤ 0.01 % of a core), its schedstat its wake-ups,
+        and the watcher's own counters its scans and /proc reads a second. The same rounds run
+        again with a burst every --busy-pool-interval-ms (a pool that never rests; no goal).
         Every goal ends the output as a PASS/MISS line (--idle-seconds 0: the idle and memory goals
         are not measured, so MISS); --json FILE writes them with the figures as a BenchRecord.
         """
@@ -48,12 +52,18 @@ struct ProbeBenchmark: ParsableCommand {
     @Option(name: .customLong("idle-seconds"), help: "How long to watch the idle watchdog.")
     var idleSeconds: Double = 60
 
-    @Option(name: .customLong("pool-task-interval-ms"), help: "How often the light task load runs a burst of tasks on the pool while the idle watchdog is measured (pool threads exit after about 5 s without work).")
-    var poolTaskIntervalMilliseconds: Int = 20
+    @Option(name: .customLong("pool-task-interval-ms"), help: "How often the idle service runs a burst of tasks on the pool while the idle watchdog is measured (pool threads exit after about 5 s without work).")
+    var poolTaskIntervalMilliseconds: Int = 1000
+
+    @Option(name: .customLong("busy-pool-interval-ms"), help: "The same rounds again with a burst this often (a pool that never rests; 0: not measured).")
+    var busyPoolIntervalMilliseconds: Int = 20
 
     func validate() throws {
         guard poolTaskIntervalMilliseconds >= 1, poolTaskIntervalMilliseconds <= 4000 else {
             throw ValidationError("--pool-task-interval-ms must be 1…4000")
+        }
+        guard busyPoolIntervalMilliseconds >= 0, busyPoolIntervalMilliseconds <= 4000 else {
+            throw ValidationError("--busy-pool-interval-ms must be 0…4000")
         }
         guard pairs >= 1000 else { throw ValidationError("--pairs must be ≥ 1000") }
         guard rounds >= 1 else { throw ValidationError("--rounds must be ≥ 1") }
@@ -103,43 +113,63 @@ struct ProbeBenchmark: ParsableCommand {
         print("resident memory added by the default configuration (sampler, watchdog, one stall sampled): " +
               "\(anon) KiB private (RssAnon); plus \(file) KiB of shared code pages faulted in (RssFile)")
         (report.addedAnonymousKiB, report.addedFileKiB) = (anon, file)
-        // Pool threads exist in any Swift service: a light task load keeps two of them alive, so the
-        // pool-job watcher has threads to scan, as it would in production.
-        let interval = poolTaskIntervalMilliseconds
+        // Pool threads exist in any Swift service. An idle one still runs a task now and then (a
+        // timer, a metrics flush): a burst every --pool-task-interval-ms keeps two pool threads alive
+        // (they exit after about 5 s without work), so the pool-job watcher has threads to scan, as it
+        // would in production. Then the same rounds with the pool given work every
+        // --busy-pool-interval-ms: a pool that never rests.
+        let interval = Atomic<Int>(poolTaskIntervalMilliseconds)
         let keepWarm = Task.detached {
             while !Task.isCancelled {
                 async let a: Int = (0..<100).reduce(0, +)
                 async let b: Int = (0..<100).reduce(0, +)
                 _ = await a + b
-                try? await Task.sleep(for: .milliseconds(interval))
+                try? await Task.sleep(for: .milliseconds(interval.load(ordering: .relaxed)))
             }
         }
         defer { keepWarm.cancel() }
-        // Alternating rounds, pool watching on (the default) and off, so drift hits both alike.
-        var figures: [Bool: [IdleWatchdogFigures]] = [true: [], false: []]
-        let roundSeconds = idleSeconds / 4
-        for watchPool in [true, false, true, false] {
-            figures[watchPool, default: []].append(try idleWatchdogFigures(seconds: roundSeconds, watchPoolJobs: watchPool))
+        let loads = [poolTaskIntervalMilliseconds] + (busyPoolIntervalMilliseconds > 0 ? [busyPoolIntervalMilliseconds] : [])
+        let roundSeconds = idleSeconds / Double(4 * loads.count)
+        var figures: [Int: [Bool: [IdleWatchdogFigures]]] = [:]
+        for load in loads {
+            interval.store(load, ordering: .relaxed)
+            usleep(UInt32(min(load, 1000)) * 1000)
+            // Alternating rounds, pool watching on (the default) and off, so drift hits both alike.
+            for watchPool in [true, false, true, false] {
+                figures[load, default: [:]][watchPool, default: []].append(
+                    try idleWatchdogFigures(seconds: roundSeconds, watchPoolJobs: watchPool))
+            }
         }
-        print("idle watchdog (default configuration: 2 s threshold; one idle heartbeat loop; a burst of tasks every \(poolTaskIntervalMilliseconds) ms keeps pool threads alive), "
-              + "\(Fmt.f(roundSeconds, 0)) s rounds, alternating; wake-ups = its thread's schedstat timeslices:")
-        for watchPool in [true, false] {
-            let list = figures[watchPool] ?? []
-            let cpu = Spread(list.map(\.cpuPercent)), wake = Spread(list.map(\.wakeupsPerSecond))
-            let scans = Spread(list.map(\.scansPerSecond)), proc = Spread(list.map(\.procReadsPerSecond))
-            let clocks = Spread(list.map(\.clockReadsPerSecond)), pool = list.map(\.poolThreads).max() ?? 0
-            print(String(format: "  pool jobs %@: %.4f %% of a core [%.4f…%.4f], %.1f wake-ups/s [%.1f…%.1f]; pool scans %.1f/s, /proc reads %.1f/s [%.1f…%.1f], CPU-clock reads %.1f/s (%d pool threads); load %@",
-                         watchPool ? "watched (default)" : "not watched", cpu.median, cpu.min, cpu.max, wake.median, wake.min, wake.max,
-                         scans.median, proc.median, proc.min, proc.max, clocks.median, pool,
-                         list.map(\.load).joined(separator: " | ")))
+        print("idle watchdog (default configuration: 2 s threshold; one idle heartbeat loop), \(Fmt.f(roundSeconds, 0)) s rounds, "
+              + "alternating; wake-ups = its thread's schedstat timeslices; pool wakes = enqueues that ended a rest of the pool:")
+        for load in loads {
+            print(load == poolTaskIntervalMilliseconds
+                  ? "  idle service (a burst of tasks every \(load) ms keeps pool threads alive; the goal's figure):"
+                  : "  pool given work every \(load) ms (never at rest; no goal):")
+            for watchPool in [true, false] {
+                let list = figures[load]?[watchPool] ?? []
+                let cpu = Spread(list.map(\.cpuPercent)), wake = Spread(list.map(\.wakeupsPerSecond))
+                let scans = Spread(list.map(\.scansPerSecond)), proc = Spread(list.map(\.procReadsPerSecond))
+                let clocks = Spread(list.map(\.clockReadsPerSecond)), pool = list.map(\.poolThreads).max() ?? 0
+                let poolWakes = Spread(list.map { $0.poolWakesPerSecond ?? 0 })
+                print(String(format: "    pool jobs %@: %.4f %% of a core [%.4f…%.4f], %.1f wake-ups/s [%.1f…%.1f]; pool scans %.1f/s, pool wakes %.1f/s, /proc reads %.1f/s [%.1f…%.1f], CPU-clock reads %.1f/s (%d pool threads); load %@",
+                             watchPool ? "watched (default)" : "not watched", cpu.median, cpu.min, cpu.max, wake.median, wake.min, wake.max,
+                             scans.median, poolWakes.median, proc.median, proc.min, proc.max, clocks.median, pool,
+                             list.map(\.load).joined(separator: " | ")))
+            }
         }
         report.idleRoundSeconds = roundSeconds
         report.poolTaskIntervalMilliseconds = poolTaskIntervalMilliseconds
-        report.idleWatchingPoolJobs = figures[true] ?? []
-        report.idleNotWatchingPoolJobs = figures[false] ?? []
+        report.idleWatchingPoolJobs = figures[poolTaskIntervalMilliseconds]?[true] ?? []
+        report.idleNotWatchingPoolJobs = figures[poolTaskIntervalMilliseconds]?[false] ?? []
         report.idleWatchdogPercentOfCore = report.idleWatchingPoolJobs.isEmpty ? nil : Spread(report.idleWatchingPoolJobs.map(\.cpuPercent)).median
         report.idleWithoutPoolJobsPercentOfCore = report.idleNotWatchingPoolJobs.isEmpty ? nil
             : Spread(report.idleNotWatchingPoolJobs.map(\.cpuPercent)).median
+        if busyPoolIntervalMilliseconds > 0 {
+            report.busyPoolIntervalMilliseconds = busyPoolIntervalMilliseconds
+            report.busyPoolWatchingPoolJobs = figures[busyPoolIntervalMilliseconds]?[true] ?? []
+            report.busyPoolNotWatchingPoolJobs = figures[busyPoolIntervalMilliseconds]?[false] ?? []
+        }
     }
 
     /// The watchdog thread's CPU (% of a core) and wake-ups over `seconds`, and the pool scans'
@@ -157,11 +187,13 @@ struct ProbeBenchmark: ParsableCommand {
         let c0 = try clock.elapsed()
         let s0 = try ThreadInfo.schedStat(tid)
         let k0 = PoolScanCost.counts
+        let p0 = sw_pool_wake_count()
         let w0 = Workload.now()
         usleep(UInt32(seconds * 1_000_000))
         let cpu = try clock.elapsed() - c0
         let s1 = try ThreadInfo.schedStat(tid)
         let k1 = PoolScanCost.counts
+        let p1 = sw_pool_wake_count()
         let wall = Double(Workload.now() - w0) / 1e9
         let pool = (try? ThreadList.current().filter { ((try? ThreadInfo.read($0).name) ?? "").hasSuffix("-qos") }.count) ?? 0
         return IdleWatchdogFigures(cpuPercent: Double(cpu.clampedNanoseconds) / 1e9 / wall * 100,
@@ -169,6 +201,7 @@ struct ProbeBenchmark: ParsableCommand {
                                    scansPerSecond: Double(k1.scans - k0.scans) / wall,
                                    procReadsPerSecond: Double(k1.procReads - k0.procReads) / wall,
                                    clockReadsPerSecond: Double(k1.cpuClockReads - k0.cpuClockReads) / wall,
+                                   poolWakesPerSecond: Double(p1 - p0) / wall,
                                    poolThreads: pool, load: MachineDescription.current().loadAverage)
     }
 }
@@ -180,6 +213,8 @@ struct IdleWatchdogFigures: Codable {
     var scansPerSecond: Double
     var procReadsPerSecond: Double
     var clockReadsPerSecond: Double
+    /// Enqueues that woke the watchdog from a rest of the pool (``PoolRest``), a second.
+    var poolWakesPerSecond: Double?
     var poolThreads: Int
     var load: String
 }
@@ -209,6 +244,10 @@ struct ProbeReport: Codable {
     /// The idle watchdog's rounds with pool-job watching on (the default) and off.
     var idleWatchingPoolJobs: [IdleWatchdogFigures] = []
     var idleNotWatchingPoolJobs: [IdleWatchdogFigures] = []
+    /// The same rounds with the pool given work every `busyPoolIntervalMilliseconds` (no goal).
+    var busyPoolIntervalMilliseconds: Int?
+    var busyPoolWatchingPoolJobs: [IdleWatchdogFigures]?
+    var busyPoolNotWatchingPoolJobs: [IdleWatchdogFigures]?
 
     /// The idle watchdog's CPU, median of its rounds, % of a core: the default configuration
     /// (pool jobs watched), and without pool-job watching.

@@ -344,3 +344,39 @@ int sw_test_set_dumpable(int dumpable) {
     if (prctl(PR_SET_DUMPABLE, (unsigned long)dumpable, 0, 0, 0) != 0) return -errno;
     return was;
 }
+
+// ---- a stand-in for another library's enqueue hook --------------------------------------------
+
+typedef struct sw_test_job sw_test_job;
+typedef void (*test_enqueue_original_t)(sw_test_job *) __attribute__((swiftcall));
+typedef void (*test_enqueue_hook_t)(sw_test_job *, test_enqueue_original_t) __attribute__((swiftcall));
+static _Atomic uint64_t g_counting_hook_jobs;
+
+__attribute__((swiftcall)) static void counting_enqueue_hook(sw_test_job *job, test_enqueue_original_t original) {
+    atomic_fetch_add_explicit(&g_counting_hook_jobs, 1, memory_order_relaxed);
+    original(job);
+}
+
+static _Atomic(test_enqueue_hook_t) *test_hook_slot(void) {
+    return (_Atomic(test_enqueue_hook_t) *)dlsym(RTLD_DEFAULT, "swift_task_enqueueGlobal_hook");
+}
+
+int sw_test_install_counting_enqueue_hook(void) {
+    _Atomic(test_enqueue_hook_t) *slot = test_hook_slot();
+    test_enqueue_hook_t expected = NULL;
+    return slot && atomic_compare_exchange_strong(slot, &expected, counting_enqueue_hook) ? 0 : -1;
+}
+
+uint64_t sw_test_counting_enqueue_hook_jobs(void) { return atomic_load(&g_counting_hook_jobs); }
+
+int sw_test_enqueue_hook_state(void) {
+    _Atomic(test_enqueue_hook_t) *slot = test_hook_slot();
+    test_enqueue_hook_t hook = slot ? atomic_load(slot) : NULL;
+    return hook == counting_enqueue_hook ? 1 : hook == NULL ? 0 : -1;
+}
+
+void sw_test_remove_counting_enqueue_hook(void) {
+    _Atomic(test_enqueue_hook_t) *slot = test_hook_slot();
+    test_enqueue_hook_t expected = counting_enqueue_hook;
+    if (slot) atomic_compare_exchange_strong(slot, &expected, NULL);
+}

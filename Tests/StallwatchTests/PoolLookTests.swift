@@ -35,8 +35,9 @@ struct PoolLookTests {
             try await Task.sleep(for: .seconds(1))
             let after = probe.lookCounts
             // A ping every 40 ms would be 25; the test's own awaits may catch a worker away once or twice.
+            // Looks: every 40 ms while the pool is scanned, one per late scan while it rests (PoolRest).
             #expect(after.pings - before.pings <= 3, "\(before) → \(after)")
-            #expect(after.looks - before.looks >= 10, "\(before) → \(after)")
+            #expect(after.looks - before.looks >= 1, "\(before) → \(after)")
             #expect(log.stalls.isEmpty)
         }
     }

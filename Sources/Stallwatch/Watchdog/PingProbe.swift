@@ -120,6 +120,14 @@ public final class PingProbe: Sendable {
         pingIfIdle()
     }
 
+    /// The pool rests (``PoolRest``): every worker waits for work and none was given since, so it is
+    /// free now, as a look would have found it.
+    func poolAtRest() {
+        guard postedAt.load(ordering: .acquiring) == 0 else { return }
+        counters.looks.add(1, ordering: .relaxed)
+        freeAt.store(MonotonicClock.nowNanoseconds(), ordering: .relaxed)
+    }
+
     /// The latency of the ping answered since the last call, or `nil`. One ping is outstanding at a
     /// time and the next is posted only once it was answered, so a watchdog that takes this every
     /// round before posting sees every ping's latency once.

@@ -133,12 +133,26 @@ final class PoolJobWatcher {
     /// The probes of the pool threads now known, one per thread.
     var probes: [HeartbeatProbe] { threads.values.map(\.probe) }
 
+    /// Whether the last scan found the pool quiet: every worker it knows waiting for work, and no new
+    /// worker.
+    private(set) var lastScanFoundQuiet = false
+
+    /// The pool rested (``PoolRest``) until `instant`: every worker the last scan found outside any
+    /// job stayed there until then, as if a scan had seen it then, so a job first seen next began after.
+    func rested(until instant: MonotonicInstant) {
+        for thread in threads.values where thread.job == nil {
+            if let last = thread.last, last.at < instant { thread.last = (instant, last.demand, false) }
+        }
+    }
+
     /// Scans the pool threads once; running threads are sampled by signal only if `maySignal`.
     /// Returns whether the set of threads changed.
     func scan(now: MonotonicInstant, maySignal: Bool = true) -> Bool {
         PoolScanCost.scanCount.add(1, ordering: .relaxed)
         PoolScanCost.procReadCount.add(1, ordering: .relaxed)
+        lastScanFoundQuiet = false
         guard let frames, (try? ThreadList.current(into: &tids, directory: taskDirectory.descriptor)) != nil else { return false }
+        var quiet = true
         scans += 1
         lastScan = now
         var changed = false
@@ -165,9 +179,10 @@ final class PoolJobWatcher {
                 thread = PoolThread(tid, name: name)
                 threads[tid] = thread
                 changed = true
+                quiet = false
             }
             thread.seen = scans
-            observe(thread, tid: tid, now: now, frames: frames, maySignal: maySignal)
+            if !observe(thread, tid: tid, now: now, frames: frames, maySignal: maySignal) { quiet = false }
             if thread.isWorker == false {
                 // Named like a worker, not one: looked at again only as rarely as any other thread.
                 threads[tid] = nil
@@ -182,10 +197,13 @@ final class PoolJobWatcher {
         if others.values.contains(where: { $0.seen != scans }) {
             others = others.filter { $0.value.seen == scans }
         }
+        // A worker gone (idle workers exit after about 5 s) leaves the pool quiet; a new one does not.
+        lastScanFoundQuiet = quiet
         return changed
     }
 
-    private func observe(_ thread: PoolThread, tid: ThreadID, now: MonotonicInstant, frames: SwiftJobFrames, maySignal: Bool) {
+    /// Returns whether the thread was found waiting for work.
+    private func observe(_ thread: PoolThread, tid: ThreadID, now: MonotonicInstant, frames: SwiftJobFrames, maySignal: Bool) -> Bool {
         // An idle worker that has not run since a scan saw it in its idle wait is still there:
         // one CPU clock read (a system call, no file) instead of two /proc reads.
         var cpuNow: UInt64 = 0
@@ -194,7 +212,7 @@ final class PoolJobWatcher {
         if let idleCPU = thread.idleCPU, clockRead, cpuNow == idleCPU, thread.job == nil {
             // As conclusive as reading it: still outside any job, now (a job's start lies after).
             if let last = thread.last { thread.last = (now, last.demand, false) }
-            return
+            return thread.idleForWork
         }
         if let blockedCPU = thread.blockedCPU, clockRead, cpuNow == blockedCPU, let before = thread.blockedAt,
            !thread.idleWaits.contains(where: { Self.sameWait($0, before.call) }) {
@@ -204,7 +222,7 @@ final class PoolJobWatcher {
             if let last = thread.last { thread.last = (now, last.demand, false) }
             if thread.awaySince == nil { thread.awaySince = now }
             thread.awaySeenAt = now
-            return
+            return false
         }
         thread.idleCPU = nil
         thread.blockedCPU = nil
@@ -212,7 +230,7 @@ final class PoolJobWatcher {
         thread.idleForWork = false
         var call = sw_thread_syscall_t()
         PoolScanCost.procReadCount.add(2, ordering: .relaxed)
-        guard thread.files.syscall(&call) == 0 else { return }
+        guard thread.files.syscall(&call) == 0 else { return false }
         var run: UInt64 = 0, wait: UInt64 = 0, slices: UInt64 = 0
         let sched = thread.files.schedstat(run: &run, wait: &wait, timeslices: &slices) == 0
         // The last scan that concluded something (in a job, or outside any): the job's start and
@@ -275,7 +293,7 @@ final class PoolJobWatcher {
             if thread.awaySince == nil { thread.awaySince = now }
             thread.awaySeenAt = now
         }
-        guard var job else { return }
+        guard var job else { return false }
         thread.last = sched ? (now, run &+ wait, call.nr == -2) : nil
         if let seen = job {
             if thread.job?.isUnwalked == true, !seen.isUnwalked {
@@ -299,6 +317,7 @@ final class PoolJobWatcher {
             thread.probe.markIdle(since: end)
         }
         thread.job = job
+        return job == nil && thread.idleForWork
     }
 
     /// When a job first seen now began: `demandSince` before now if the thread is running (it

@@ -40,7 +40,6 @@ public final class Watchdog: Sendable {
     // The loops, with a version so the watchdog thread copies the list only when it changed.
     private let sources = Mutex<(list: [LoopSource], version: Int)>(([], 0))
     private let control = Mutex<Control>(Control())
-    private let wake = DispatchSemaphore(value: 0)
 
     private struct Control {
         var running = false
@@ -128,7 +127,7 @@ public final class Watchdog: Sendable {
                 s.version += 1
             }
         }
-        wake.signal()
+        sw_pool_wake_all()
     }
 
     /// Stops monitoring a probe (of either kind).
@@ -137,7 +136,7 @@ public final class Watchdog: Sendable {
             s.list.removeAll { $0.identity == ObjectIdentifier(probe) }
             s.version += 1
         }
-        wake.signal()
+        sw_pool_wake_all()
     }
 
     /// Whether the watchdog thread is running.
@@ -184,7 +183,7 @@ public final class Watchdog: Sendable {
             return c.thread
         }
         guard let thread else { return }
-        wake.signal()
+        sw_pool_wake_all()
         if pthread_equal(thread, pthread_self()) != 0 {
             pthread_detach(thread) // stopped from an event handler: the thread ends on its own
         } else {
@@ -207,7 +206,9 @@ public final class Watchdog: Sendable {
             handler?(event)
         }
         var seenVersion = -1
-        while control.withLock({ $0.running }) {
+        // The watchdog sleeps on the word the pool's enqueue hook bumps (see ``PoolRest``); `stop()`
+        // and a change of loops bump it too. Read before the round: a bump during it ends the wait.
+        while case let seen = sw_pool_wake_generation(), control.withLock({ $0.running }) {
             if let changed = sources.withLock({ s in s.version == seenVersion ? nil : (s.list, s.version) }) {
                 engine.sync(changed.0)
                 seenVersion = changed.1
@@ -216,7 +217,7 @@ public final class Watchdog: Sendable {
             let now = MonotonicClock.now()
             if next > now {
                 let wait = next - now
-                _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: wait.clampedNanoseconds)))
+                sw_pool_wake_wait(seen, wait.clampedNanoseconds)
             }
         }
         engine.shutdown()

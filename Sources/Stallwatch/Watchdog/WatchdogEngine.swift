@@ -22,6 +22,10 @@ final class WatchdogEngine {
     private var userSources: [LoopSource] = []
     let poolWatcher: PoolJobWatcher?
     private var nextPoolScan: MonotonicInstant?
+    /// Whether the pool rests, unscanned until it is given work (see ``PoolRest``).
+    private var poolRest: PoolRest
+    /// This round's conclusion of ``PoolRest/isFree(at:)``: the pool needs no ping or look.
+    private var poolIsFree = false
     private(set) var previousRound: MonotonicInstant?
     /// This round's instant (the one every loop is judged at).
     private(set) var roundStart = MonotonicInstant(nanoseconds: 0)
@@ -88,12 +92,20 @@ final class WatchdogEngine {
             let watcher = PoolJobWatcher(sampler: sampler, symbolizer: .shared)
             if watcher.isAvailable {
                 poolWatcher = watcher
+                let hook = sw_pool_wake_install()
+                poolRest = PoolRest(hooked: hook == 0)
+                if hook != 0 {
+                    logger.info("the pool is scanned every \(schedule.poolScanPeriod) even when idle",
+                                metadata: ["reason": "\(hook == -1 ? "swift_task_enqueueGlobal_hook not found" : "another enqueue hook sits on top of Stallwatch's")"])
+                }
             } else {
                 poolWatcher = nil
+                poolRest = PoolRest(hooked: false)
                 logger.warning("swift_job_run not found: cooperative pool jobs are not watched")
             }
         } else {
             poolWatcher = nil
+            poolRest = PoolRest(hooked: false)
         }
     }
 
@@ -177,10 +189,21 @@ final class WatchdogEngine {
         var next = now + configuration.checkPeriod
         let pingDue = nextPing.map { now >= $0 } ?? true
         if let poolWatcher {
+            if let until = poolRest.endIfWoken(now: now, scanPeriod: schedule.poolScanPeriod) {
+                // Every worker stayed outside any job until the enqueue; a job it began is still
+                // there one scan period on, and dated from it.
+                poolWatcher.rested(until: until)
+                nextPoolScan = until + schedule.poolScanPeriod
+            }
+            poolIsFree = poolRest.isFree(at: now)
             // A pool looked at in place of its ping is looked at through a scan of this round.
-            if poolWatcher.anyInJob || nextPoolScan.map({ now >= $0 }) ?? true || (pingDue && poolIsLookedAt) {
+            if nextPoolScan.map({ now >= $0 }) ?? true || (!poolIsFree && (poolWatcher.anyInJob || (pingDue && poolIsLookedAt))) {
+                poolRest.prepareScan(now: now)
                 if poolWatcher.scan(now: now, maySignal: maySignal) { syncMonitors() }
-                nextPoolScan = now + schedule.poolScanPeriod
+                poolRest.scanned(quiet: poolWatcher.lastScanFoundQuiet, now: now)
+                poolIsFree = poolRest.isResting
+                // At rest, the late scan catches work that reached a worker without the enqueue.
+                nextPoolScan = now + (poolRest.isResting ? schedule.idlePoll : schedule.poolScanPeriod)
             }
             if let scan = nextPoolScan, scan < next { next = scan }
         }
@@ -202,8 +225,14 @@ final class WatchdogEngine {
             let settled = step(m, now: now, stoppedFor: stopped)
             // After the step: a new ping posted before it would hide when the answered one ran.
             if case .ping(let p) = m.source {
-                anyPing = true
-                if pingDue && settled {
+                if p.watchesCooperativePool && poolIsFree {
+                    // Every worker waits for work and the pool was given none: free, with no
+                    // ping and no look due until an enqueue ends the rest.
+                    p.poolAtRest()
+                } else {
+                    anyPing = true
+                }
+                if pingDue && settled && !(p.watchesCooperativePool && poolIsFree) {
                     if p.watchesCooperativePool, let poolWatcher, poolWatcher.lastScan == now {
                         p.lookAtPool(poolWatcher)
                     } else {
@@ -254,6 +283,7 @@ final class WatchdogEngine {
     }
 
     func shutdown() {
+        if poolRest.hooked { sw_pool_wake_uninstall() }
         let now = MonotonicClock.now()
         for m in monitors.values { cutShort(m, now: now) }
         monitors.removeAll()

@@ -16,7 +16,8 @@ import StallwatchReport
 /// 55 ms past the threshold at p99; at 40 ms, 20 and 22 ms.)
 ///
 /// The price is wake-ups: a watchdog with pings or pool-job watching wakes every P even when all is
-/// idle (a heartbeat-only watchdog does not). A loop that reports its ticks (``LoopLookPolicy``) is
+/// idle (a heartbeat-only watchdog does not, nor does pool-job watching while every pool worker
+/// waits for work: the pool then rests until the runtime's enqueue wakes the watchdog). A loop that reports its ticks (``LoopLookPolicy``) is
 /// looked at every P instead of pinged, so the loop itself is not woken; the watchdog still is. So
 /// is the cooperative pool while pool-job watching scans it: a worker waiting for work means free.
 package struct DetectionSchedule: Sendable, Equatable {

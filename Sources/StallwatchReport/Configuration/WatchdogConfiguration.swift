@@ -49,7 +49,8 @@ public struct WatchdogConfiguration: Sendable, Equatable {
     /// scan runs every 40 ms instead when that is shorter (the detection schedule): a job's start is
     /// then right within about 20 ms and its event comes within about 20 ms of start + threshold.
     /// Each scan wakes the watchdog; a longer period set here trades that accuracy for a lower
-    /// idle cost (`bench probe` measures it).
+    /// idle cost (`bench probe` measures it). A pool whose every worker waits for work is not
+    /// scanned at all until it is given work: the runtime's global enqueue wakes the watchdog.
     public var poolScanPeriod: Duration
     /// When another handler takes the sampling signal over, install ours again, chaining to it
     /// (false: say so once in an `.error` event and go on with signal-free evidence only).

@@ -53,4 +53,15 @@ int sw_test_blocked_scan_ghost(uint64_t *got, uint32_t *got_count, uint64_t *exp
 /// Swift) and returns the previous setting, or -errno.
 int sw_test_set_dumpable(int dumpable);
 
+/// Installs a `swift_task_enqueueGlobal_hook` of the test's own that counts the jobs it passes on
+/// (as SwiftNIO's executor take-over installs one), with a compare-and-swap from no hook. Returns 0,
+/// or -1 when a hook was already set or the symbol is missing.
+int sw_test_install_counting_enqueue_hook(void);
+/// Jobs the counting hook passed on.
+uint64_t sw_test_counting_enqueue_hook_jobs(void);
+/// Whether `swift_task_enqueueGlobal_hook` is the counting hook now; 0 when it is NULL; -1 other.
+int sw_test_enqueue_hook_state(void);
+/// Sets `swift_task_enqueueGlobal_hook` back to NULL if it is the counting hook.
+void sw_test_remove_counting_enqueue_hook(void);
+
 #endif

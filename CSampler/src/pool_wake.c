@@ -1,0 +1,118 @@
+// The enqueue hook. Never on a signal handler's path; on every global enqueue of the process, so
+// its common path is one relaxed load and a call of what was there before.
+#include "sw_pool_wake.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct sw_job sw_job;
+// The runtime calls hooks with the Swift calling convention (`SWIFT_CC(swift)`).
+typedef void (*enqueue_original_t)(sw_job *job) __attribute__((swiftcall));
+typedef void (*enqueue_hook_t)(sw_job *job, enqueue_original_t original) __attribute__((swiftcall));
+
+static _Atomic(enqueue_hook_t) *g_hook_slot;   // &swift_task_enqueueGlobal_hook, from dlsym
+static _Atomic(enqueue_hook_t) g_previous;      // the hook ours chains to (NULL: the runtime's own)
+static _Atomic uint32_t g_armed;
+static _Atomic uint32_t g_generation;
+static _Atomic uint64_t g_wakes;
+static _Atomic uint64_t g_woken_at;             // CLOCK_MONOTONIC ns of the enqueue that disarmed
+static pthread_mutex_t g_install_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_installs;
+// Whether ours may still be called: set when installed, cleared only once the hook before it was
+// put back. A hook installed on top of ours chains to ours; chaining ours to it again would loop.
+static int g_in_chain;
+
+static void wake_waiters(void) {
+    atomic_fetch_add_explicit(&g_generation, 1, memory_order_release);
+    syscall(SYS_futex, (uint32_t *)&g_generation, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+__attribute__((swiftcall)) static void pool_wake_hook(sw_job *job, enqueue_original_t original) {
+    // The exchange only once armed: an enqueue to a busy pool writes nothing shared.
+    if (atomic_load_explicit(&g_armed, memory_order_relaxed) &&
+        atomic_exchange_explicit(&g_armed, 0, memory_order_acq_rel)) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        atomic_store_explicit(&g_woken_at, (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec,
+                              memory_order_relaxed);
+        atomic_fetch_add_explicit(&g_wakes, 1, memory_order_relaxed);
+        wake_waiters();
+    }
+    enqueue_hook_t previous = atomic_load_explicit(&g_previous, memory_order_acquire);
+    if (previous) {
+        previous(job, original);
+    } else {
+        original(job);
+    }
+}
+
+static _Atomic(enqueue_hook_t) *hook_slot(void) {
+    if (!g_hook_slot) g_hook_slot = (_Atomic(enqueue_hook_t) *)dlsym(RTLD_DEFAULT, "swift_task_enqueueGlobal_hook");
+    return g_hook_slot;
+}
+
+int sw_pool_wake_install(void) {
+    pthread_mutex_lock(&g_install_lock);
+    int result = 0;
+    _Atomic(enqueue_hook_t) *slot = hook_slot();
+    if (!slot) {
+        result = -1;
+    } else if (atomic_load(slot) != pool_wake_hook) {
+        if (g_in_chain) {
+            result = -2;  // another hook sits on top of ours: it may call ours; never chain to it
+        } else {
+            // Chain to whatever is there, with a compare-and-swap, as SwiftNIO's executor
+            // take-over does, so neither silently drops the other.
+            enqueue_hook_t current = atomic_load(slot);
+            atomic_store(&g_previous, current);
+            if (atomic_compare_exchange_strong(slot, &current, pool_wake_hook)) {
+                g_in_chain = 1;
+            } else {
+                result = -2;
+            }
+        }
+    }
+    if (result == 0) g_installs++;
+    pthread_mutex_unlock(&g_install_lock);
+    return result;
+}
+
+void sw_pool_wake_uninstall(void) {
+    pthread_mutex_lock(&g_install_lock);
+    if (g_installs > 0 && --g_installs == 0 && g_hook_slot) {
+        enqueue_hook_t ours = pool_wake_hook;
+        // Put back what was there, so a later `swift_task_enqueueGlobal_hook` take-over (NIO's
+        // refuses a hook already set) works once no watchdog needs ours.
+        if (atomic_compare_exchange_strong(g_hook_slot, &ours, atomic_load(&g_previous))) g_in_chain = 0;
+        atomic_store(&g_armed, 0);
+    }
+    pthread_mutex_unlock(&g_install_lock);
+}
+
+int sw_pool_wake_is_hooked(void) {
+    _Atomic(enqueue_hook_t) *slot = g_hook_slot;
+    return slot && atomic_load_explicit(slot, memory_order_acquire) == pool_wake_hook;
+}
+
+void sw_pool_wake_arm(void) { atomic_store_explicit(&g_armed, 1, memory_order_release); }
+
+uint32_t sw_pool_wake_generation(void) { return atomic_load_explicit(&g_generation, memory_order_acquire); }
+
+void sw_pool_wake_all(void) { wake_waiters(); }
+
+void sw_pool_wake_wait(uint32_t seen, int64_t timeout_ns) {
+    if (timeout_ns <= 0) return;
+    struct timespec ts = {.tv_sec = timeout_ns / 1000000000LL, .tv_nsec = timeout_ns % 1000000000LL};
+    syscall(SYS_futex, (uint32_t *)&g_generation, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+}
+
+uint64_t sw_pool_wake_enqueued_at(void) { return atomic_load_explicit(&g_woken_at, memory_order_relaxed); }
+
+uint64_t sw_pool_wake_count(void) { return atomic_load_explicit(&g_wakes, memory_order_relaxed); }

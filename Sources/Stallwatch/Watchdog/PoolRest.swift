@@ -1,0 +1,83 @@
+import CSampler
+
+/// When the cooperative pool may go unscanned. The pool-job scans every 40 ms are most of an idle
+/// watchdog's cost (a wake-up each, about 60 µs of CPU on a VM), yet a pool whose workers all wait
+/// for work has no job to watch. So once a scan finds it so, the watchdog arms a hook on the
+/// runtime's global enqueue (`sw_pool_wake`) and stops scanning: the next enqueue wakes it and
+/// stamps its instant, every worker is known to have been outside any job until then, and the pool
+/// is scanned one scan period later, so a job that began with that enqueue is dated as closely as
+/// under scans every 40 ms. A late scan after ``DetectionSchedule/idlePoll`` catches work that
+/// reached a worker without the global enqueue.
+///
+/// The hook costs an enqueue one relaxed load while the pool is busy, and a futex wake once per
+/// rest. A pool given work every few ms would be woken more often than it is scanned, so each rest
+/// shorter than ``shortRest`` doubles the quiet scans the next one needs (up to
+/// ``maxScansBeforeRest``). The hook is chained to one already installed (SwiftNIO's executor
+/// take-over) and removed when the last watchdog using it stops; NIO's take-over refuses to install
+/// over another hook, so an application that hands the global executor to NIO must do so before
+/// starting a watchdog.
+struct PoolRest {
+    /// A rest shorter than this makes the next one wait for twice as many quiet scans.
+    static let shortRest = Duration.milliseconds(500)
+    static let maxScansBeforeRest = 32
+
+    /// Whether the enqueue hook is in place for this watchdog (see `sw_pool_wake_install`).
+    let hooked: Bool
+    /// Scans in a row that found every worker waiting for work, and how many a rest needs.
+    private var quietScans = 0
+    private var scansNeeded = 1
+    /// The wake-up generation and instant when the hook was armed (before the scan that may begin
+    /// a rest, so that work given after that scan looked wakes the watchdog).
+    private var armed: (generation: UInt32, at: MonotonicInstant)?
+    /// When the current rest began; `nil` while the pool is scanned.
+    private var restBegan: MonotonicInstant?
+    /// Until when the pool counts as free after a rest ended: its first scan, one period after the work came.
+    private var freeUntil: MonotonicInstant?
+
+    init(hooked: Bool) { self.hooked = hooked }
+
+    /// Whether the pool rests now: no scan due but the late one, and no ping or look.
+    var isResting: Bool { restBegan != nil }
+
+    /// Whether the pool is free without a look at `now`: it rests, or its rest ended with work
+    /// given to it less than a scan period ago, which the scan then will look at.
+    func isFree(at now: MonotonicInstant) -> Bool { isResting || freeUntil.map { now < $0 } == true }
+
+    /// Ends the rest when the pool was given work since it began (or the hook is no longer ours, so
+    /// an enqueue would not say so). Returns until when the pool had no work: the enqueue's instant
+    /// (`now` when not known), or `nil` when the pool still rests.
+    mutating func endIfWoken(now: MonotonicInstant, scanPeriod: Duration) -> MonotonicInstant? {
+        guard let armed, let began = restBegan else { return nil }
+        guard sw_pool_wake_generation() != armed.generation || sw_pool_wake_is_hooked() == 0 else { return nil }
+        // The generation also moves for a watchdog's stop or a change of loops: the enqueue's
+        // instant counts only when one came after the arming.
+        let enqueued = sw_pool_wake_enqueued_at()
+        let until = enqueued > armed.at.nanoseconds ? min(MonotonicInstant(nanoseconds: enqueued), now) : now
+        self.armed = nil
+        restBegan = nil
+        quietScans = 0
+        scansNeeded = until - began < Self.shortRest ? min(scansNeeded * 2, Self.maxScansBeforeRest) : 1
+        freeUntil = until + scanPeriod
+        return until
+    }
+
+    /// Before a scan: arms the hook when this scan, finding the pool quiet too, would begin a rest.
+    mutating func prepareScan(now: MonotonicInstant) {
+        guard hooked, armed == nil, quietScans + 1 >= scansNeeded else { return }
+        armed = (sw_pool_wake_generation(), now)
+        sw_pool_wake_arm()
+    }
+
+    /// After a scan: whether it found every worker waiting for work.
+    mutating func scanned(quiet: Bool, now: MonotonicInstant) {
+        freeUntil = nil
+        guard quiet else {
+            quietScans = 0
+            armed = nil
+            restBegan = nil
+            return
+        }
+        quietScans += 1
+        if restBegan == nil, armed != nil, quietScans >= scansNeeded { restBegan = now }
+    }
+}
