@@ -24,9 +24,10 @@ void sw_pool_wake_uninstall(void);
 /// Whether `swift_task_enqueueGlobal_hook` is ours now (someone may have replaced it).
 int sw_pool_wake_is_hooked(void);
 
-/// The next enqueue to the global executor bumps the generation and wakes its waiters, once
-/// (then the hook disarms itself: later enqueues cost one relaxed load).
-void sw_pool_wake_arm(void);
+/// The next enqueue to the global executor stamps its instant and bumps the generation, once (then
+/// the hook disarms itself: later enqueues cost one relaxed load); with `wake`, it also wakes the
+/// waiters (a watchdog that wakes every few ms anyway arms without: it sees the bump in its next round).
+void sw_pool_wake_arm(int wake);
 
 /// The wake-up generation: a waiter reads it before it decides to sleep, then sleeps on it.
 uint32_t sw_pool_wake_generation(void);
@@ -42,7 +43,7 @@ void sw_pool_wake_wait(uint32_t seen, int64_t timeout_ns);
 /// work from the arming until then. 0 before the first.
 uint64_t sw_pool_wake_enqueued_at(void);
 
-/// Enqueues seen while armed (each woke the waiters): for tests and the bench.
+/// Enqueues seen while armed (each ended a rest): for tests and the bench.
 uint64_t sw_pool_wake_count(void);
 
 #ifdef __cplusplus

@@ -19,7 +19,9 @@ typedef void (*enqueue_hook_t)(sw_job *job, enqueue_original_t original) __attri
 
 static _Atomic(enqueue_hook_t) *g_hook_slot;   // &swift_task_enqueueGlobal_hook, from dlsym
 static _Atomic(enqueue_hook_t) g_previous;      // the hook ours chains to (NULL: the runtime's own)
-static _Atomic uint32_t g_armed;
+static _Atomic uint32_t g_armed;                // ARMED, plus ARMED_WAKE when a waiter must be woken
+#define ARMED 1u
+#define ARMED_WAKE 2u
 static _Atomic uint32_t g_generation;
 static _Atomic uint64_t g_wakes;
 static _Atomic uint64_t g_woken_at;             // CLOCK_MONOTONIC ns of the enqueue that disarmed
@@ -36,14 +38,19 @@ static void wake_waiters(void) {
 
 __attribute__((swiftcall)) static void pool_wake_hook(sw_job *job, enqueue_original_t original) {
     // The exchange only once armed: an enqueue to a busy pool writes nothing shared.
+    uint32_t armed;
     if (atomic_load_explicit(&g_armed, memory_order_relaxed) &&
-        atomic_exchange_explicit(&g_armed, 0, memory_order_acq_rel)) {
+        (armed = atomic_exchange_explicit(&g_armed, 0, memory_order_acq_rel)) != 0) {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         atomic_store_explicit(&g_woken_at, (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec,
                               memory_order_relaxed);
         atomic_fetch_add_explicit(&g_wakes, 1, memory_order_relaxed);
-        wake_waiters();
+        if (armed & ARMED_WAKE) {
+            wake_waiters();
+        } else {
+            atomic_fetch_add_explicit(&g_generation, 1, memory_order_release);
+        }
     }
     enqueue_hook_t previous = atomic_load_explicit(&g_previous, memory_order_acquire);
     if (previous) {
@@ -101,7 +108,9 @@ int sw_pool_wake_is_hooked(void) {
     return slot && atomic_load_explicit(slot, memory_order_acquire) == pool_wake_hook;
 }
 
-void sw_pool_wake_arm(void) { atomic_store_explicit(&g_armed, 1, memory_order_release); }
+void sw_pool_wake_arm(int wake) {
+    atomic_fetch_or_explicit(&g_armed, wake ? ARMED | ARMED_WAKE : ARMED, memory_order_release);
+}
 
 uint32_t sw_pool_wake_generation(void) { return atomic_load_explicit(&g_generation, memory_order_acquire); }
 

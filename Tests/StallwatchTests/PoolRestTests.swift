@@ -19,9 +19,15 @@ private func unixNanoseconds() -> Int64 {
 /// reported as one given to a scanned pool.
 @Suite("Pool at rest", .serialized)
 struct PoolRestTests {
-    private func startedWatchdog(threshold: Duration, log: EventLog) throws -> Watchdog {
+    /// With `pingedQueue`, a Dispatch queue pinged every 40 ms as well: the watchdog then wakes for
+    /// its rounds anyway, and an enqueue to the resting pool is seen in the next one, not woken for.
+    private func startedWatchdog(threshold: Duration, log: EventLog, pingedQueue: Bool = false) throws -> Watchdog {
         let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: threshold), metrics: nil) { log.append($0) }
         watchdog.monitor(PingProbe.cooperativePool())
+        if pingedQueue {
+            let queue = DispatchQueue(label: "pinged")
+            watchdog.monitor(PingProbe(name: "pinged-queue") { queue.async(execute: $0) })
+        }
         try watchdog.start()
         return watchdog
     }
@@ -47,14 +53,17 @@ struct PoolRestTests {
         #expect(log.allStalls.isEmpty)
     }
 
-    @Test("a job given to a resting pool: one report, its start within 50 ms of the job's own", arguments: ["blocked", "cpu"])
-    func jobAfterRest(kind: String) async throws {
+    @Test("a job given to a resting pool: one report, its start within 50 ms of the job's own",
+          arguments: ["blocked", "cpu"], [false, true])
+    func jobAfterRest(kind: String, pingedQueue: Bool) async throws {
         let log = EventLog()
-        let watchdog = try startedWatchdog(threshold: .milliseconds(300), log: log)
+        let watchdog = try startedWatchdog(threshold: .milliseconds(300), log: log, pingedQueue: pingedQueue)
         defer { watchdog.stop() }
         try await Task.sleep(for: .milliseconds(600))
+        let wakesBefore = sw_pool_wake_count()
         let restingScans = try await scans(whileAwaiting: 0.6)
         #expect(restingScans <= 8, "the pool did not rest: \(restingScans) scans in 0.6 s")
+        #expect(sw_pool_wake_count() > wakesBefore, "the rest ended with the enqueue at the sleep's end")
         let started = Atomic<Int64>(0)
         let job = Task.detached {
             started.store(unixNanoseconds(), ordering: .relaxed)

@@ -9,8 +9,10 @@ import CSampler
 /// under scans every 40 ms. A late scan after ``DetectionSchedule/idlePoll`` catches work that
 /// reached a worker without the global enqueue.
 ///
-/// The hook costs an enqueue one relaxed load while the pool is busy, and a futex wake once per
-/// rest. A pool given work every few ms would be woken more often than it is scanned, so each rest
+/// The hook costs an enqueue one relaxed load while the pool is busy, and a clock read and a futex
+/// wake once per rest. A watchdog woken every few ms for pings or loop looks is not woken by the
+/// enqueue: it notices it in its next round, and scans the pool in the first round half a scan
+/// period after the enqueue. A pool given work every few ms would be woken more often than it is scanned, so each rest
 /// shorter than ``shortRest`` doubles the quiet scans the next one needs (up to
 /// ``maxScansBeforeRest``). The hook is chained to one already installed (SwiftNIO's executor
 /// take-over) and removed when the last watchdog using it stops; NIO's take-over refuses to install
@@ -31,7 +33,7 @@ struct PoolRest {
     private var armed: (generation: UInt32, at: MonotonicInstant)?
     /// When the current rest began; `nil` while the pool is scanned.
     private var restBegan: MonotonicInstant?
-    /// Until when the pool counts as free after a rest ended: its first scan, one period after the work came.
+    /// Until when the pool counts as free after a rest ended: its first scan after the work came.
     private var freeUntil: MonotonicInstant?
 
     init(hooked: Bool) { self.hooked = hooked }
@@ -46,7 +48,8 @@ struct PoolRest {
     /// Ends the rest when the pool was given work since it began (or the hook is no longer ours, so
     /// an enqueue would not say so). Returns until when the pool had no work: the enqueue's instant
     /// (`now` when not known), or `nil` when the pool still rests.
-    mutating func endIfWoken(now: MonotonicInstant, scanPeriod: Duration) -> MonotonicInstant? {
+    /// `scanAfter`: how long after the enqueue the pool will be scanned (free until then).
+    mutating func endIfWoken(now: MonotonicInstant, scanAfter: Duration) -> MonotonicInstant? {
         guard let armed, let began = restBegan else { return nil }
         guard sw_pool_wake_generation() != armed.generation || sw_pool_wake_is_hooked() == 0 else { return nil }
         // The generation also moves for a watchdog's stop or a change of loops: the enqueue's
@@ -57,15 +60,17 @@ struct PoolRest {
         restBegan = nil
         quietScans = 0
         scansNeeded = until - began < Self.shortRest ? min(scansNeeded * 2, Self.maxScansBeforeRest) : 1
-        freeUntil = until + scanPeriod
+        freeUntil = until + scanAfter
         return until
     }
 
     /// Before a scan: arms the hook when this scan, finding the pool quiet too, would begin a rest.
-    mutating func prepareScan(now: MonotonicInstant) {
+    /// `wake`: the enqueue must wake the watchdog; without, the watchdog wakes every few ms anyway
+    /// (pings and looks) and sees the enqueue in its next round.
+    mutating func prepareScan(now: MonotonicInstant, wake: Bool) {
         guard hooked, armed == nil, quietScans + 1 >= scansNeeded else { return }
         armed = (sw_pool_wake_generation(), now)
-        sw_pool_wake_arm()
+        sw_pool_wake_arm(wake ? 1 : 0)
     }
 
     /// After a scan: whether it found every worker waiting for work.

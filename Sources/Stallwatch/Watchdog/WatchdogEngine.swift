@@ -26,6 +26,9 @@ final class WatchdogEngine {
     private var poolRest: PoolRest
     /// This round's conclusion of ``PoolRest/isFree(at:)``: the pool needs no ping or look.
     private var poolIsFree = false
+    /// Whether the last round had loops pinged or looked at every ping period: the watchdog wakes
+    /// that often anyway, so an enqueue to a resting pool need not wake it.
+    private var pingsEveryRound = false
     private(set) var previousRound: MonotonicInstant?
     /// This round's instant (the one every loop is judged at).
     private(set) var roundStart = MonotonicInstant(nanoseconds: 0)
@@ -189,26 +192,30 @@ final class WatchdogEngine {
         var next = now + configuration.checkPeriod
         let pingDue = nextPing.map { now >= $0 } ?? true
         if let poolWatcher {
-            if let until = poolRest.endIfWoken(now: now, scanPeriod: schedule.poolScanPeriod) {
+            let scanAfterWork = pingsEveryRound ? schedule.poolScanPeriod / 2 : schedule.poolScanPeriod
+            if let until = poolRest.endIfWoken(now: now, scanAfter: scanAfterWork) {
                 // Every worker stayed outside any job until the enqueue; a job it began is still
-                // there one scan period on, and dated from it.
+                // there one scan period on (half a period, for a watchdog woken by its ping rounds
+                // rather than the enqueue: the first of them after it), and dated from it.
                 poolWatcher.rested(until: until)
-                nextPoolScan = until + schedule.poolScanPeriod
+                nextPoolScan = until + scanAfterWork
             }
             poolIsFree = poolRest.isFree(at: now)
             // A pool looked at in place of its ping is looked at through a scan of this round.
             if nextPoolScan.map({ now >= $0 }) ?? true || (!poolIsFree && (poolWatcher.anyInJob || (pingDue && poolIsLookedAt))) {
-                poolRest.prepareScan(now: now)
+                poolRest.prepareScan(now: now, wake: !pingsEveryRound)
                 if poolWatcher.scan(now: now, maySignal: maySignal) { syncMonitors() }
                 poolRest.scanned(quiet: poolWatcher.lastScanFoundQuiet, now: now)
                 poolIsFree = poolRest.isResting
                 // At rest, the late scan catches work that reached a worker without the enqueue.
                 nextPoolScan = now + (poolRest.isResting ? schedule.idlePoll : schedule.poolScanPeriod)
             }
-            if let scan = nextPoolScan, scan < next { next = scan }
+            // A scan due after an enqueue rides the ping rounds when there are any.
+            if let scan = nextPoolScan, scan < next, !(pingsEveryRound && poolRest.isFree(at: now)) { next = scan }
         }
         var anyActive = false
         var anyPing = false
+        var anyOtherPing = false
         // Three passes: loops whose busy period has passed the threshold and that are not reported
         // yet go first — those with samples, then those without, whose report first waits for a
         // one-off capture of a thread that may not get a CPU for a while. With many loops stalled
@@ -232,6 +239,8 @@ final class WatchdogEngine {
                 } else {
                     anyPing = true
                 }
+                // The pool's own ping stops while the pool rests: only other loops' keep the rounds going.
+                if !p.watchesCooperativePool { anyOtherPing = true }
                 if pingDue && settled && !(p.watchesCooperativePool && poolIsFree) {
                     if p.watchesCooperativePool, let poolWatcher, poolWatcher.lastScan == now {
                         p.lookAtPool(poolWatcher)
@@ -262,6 +271,7 @@ final class WatchdogEngine {
             if let scan = nextPoolScan, scan < idlePoll { idlePoll = scan }
             if idlePoll > next { next = idlePoll }
         }
+        pingsEveryRound = anyOtherPing && schedule.pingPeriod <= schedule.poolScanPeriod
         if anyPing {
             // A ping-probed loop's stall is known only from a ping it leaves waiting: the next
             // ping is due one ping period on, whatever else is quiet.
