@@ -167,14 +167,23 @@ def probe_figures(f):
     if f.get("addedAnonymousKiB") is not None:
         lines.append(f"Memory added by the default configuration: {num(f['addedAnonymousKiB'])} KiB private (RssAnon), "
                      f"plus {num(f.get('addedFileKiB'))} KiB of shared code pages (RssFile).")
-    rounds = [("watched (default)", r) for r in f.get("idleWatchingPoolJobs", [])] + \
-             [("not watched", r) for r in f.get("idleNotWatchingPoolJobs", [])]
-    if rounds:
-        lines += ["", f"Idle watchdog, {num(f.get('idleRoundSeconds'))} s rounds (alternating; a burst of tasks every "
-                      f"{num(f.get('poolTaskIntervalMilliseconds'))} ms keeps pool threads alive):", ""]
-        lines += table(["pool jobs", "% of a core", "wake-ups/s", "pool scans/s", "/proc reads/s", "pool threads", "load"],
-                       [[label, num(r["cpuPercent"], 4), num(r["wakeupsPerSecond"], 1), num(r["scansPerSecond"], 1),
-                         num(r["procReadsPerSecond"], 1), num(r["poolThreads"]), r["load"]] for label, r in rounds])
+    def idle_table(title, watched, not_watched):
+        rounds = [("watched (default)", r) for r in watched] + [("not watched", r) for r in not_watched]
+        if not rounds:
+            return []
+        out = ["", title, ""]
+        out += table(["pool jobs", "% of a core", "wake-ups/s", "pool scans/s", "pool wakes/s", "/proc reads/s", "pool threads", "load"],
+                     [[label, num(r["cpuPercent"], 4), num(r["wakeupsPerSecond"], 1), num(r["scansPerSecond"], 1),
+                       num(r.get("poolWakesPerSecond"), 1) if r.get("poolWakesPerSecond") is not None else "—",
+                       num(r["procReadsPerSecond"], 1), num(r["poolThreads"]), r["load"]] for label, r in rounds])
+        return out
+    lines += idle_table(f"Idle watchdog, {num(f.get('idleRoundSeconds'))} s rounds (alternating; a burst of tasks every "
+                        f"{num(f.get('poolTaskIntervalMilliseconds'))} ms keeps pool threads alive; the goal's figure):",
+                        f.get("idleWatchingPoolJobs", []), f.get("idleNotWatchingPoolJobs", []))
+    if f.get("busyPoolIntervalMilliseconds"):
+        lines += idle_table(f"The same with the pool given work every {num(f['busyPoolIntervalMilliseconds'])} ms "
+                            f"(it never rests; no goal):",
+                            f.get("busyPoolWatchingPoolJobs") or [], f.get("busyPoolNotWatchingPoolJobs") or [])
     return lines
 
 

@@ -60,8 +60,16 @@ __attribute__((swiftcall)) static void pool_wake_hook(sw_job *job, enqueue_origi
     }
 }
 
+// Weak: a binary without the concurrency runtime still links. Linked directly when it is there (a
+// statically linked Swift standard library exports nothing to dlsym), else looked up.
+extern enqueue_hook_t swift_task_enqueueGlobal_hook __attribute__((weak));
+
 static _Atomic(enqueue_hook_t) *hook_slot(void) {
-    if (!g_hook_slot) g_hook_slot = (_Atomic(enqueue_hook_t) *)dlsym(RTLD_DEFAULT, "swift_task_enqueueGlobal_hook");
+    if (!g_hook_slot) {
+        g_hook_slot = &swift_task_enqueueGlobal_hook
+            ? (_Atomic(enqueue_hook_t) *)&swift_task_enqueueGlobal_hook
+            : (_Atomic(enqueue_hook_t) *)dlsym(RTLD_DEFAULT, "swift_task_enqueueGlobal_hook");
+    }
     return g_hook_slot;
 }
 
