@@ -13,9 +13,19 @@
 #include <unistd.h>
 
 typedef struct sw_job sw_job;
-// The runtime calls hooks with the Swift calling convention (`SWIFT_CC(swift)`).
-typedef void (*enqueue_original_t)(sw_job *job) __attribute__((swiftcall));
-typedef void (*enqueue_hook_t)(sw_job *job, enqueue_original_t original) __attribute__((swiftcall));
+// The runtime calls hooks with the Swift calling convention (`SWIFT_CC(swift)`). Compilers without
+// it (the gcc portability build) get the C one, which passes these two pointers the same way on
+// x86-64 and arm64.
+#if defined(__has_attribute)
+#if __has_attribute(swiftcall)
+#define SW_SWIFTCC __attribute__((swiftcall))
+#endif
+#endif
+#ifndef SW_SWIFTCC
+#define SW_SWIFTCC
+#endif
+typedef void (*enqueue_original_t)(sw_job *job) SW_SWIFTCC;
+typedef void (*enqueue_hook_t)(sw_job *job, enqueue_original_t original) SW_SWIFTCC;
 
 static _Atomic(enqueue_hook_t) *g_hook_slot;   // &swift_task_enqueueGlobal_hook, from dlsym
 static _Atomic(enqueue_hook_t) g_previous;      // the hook ours chains to (NULL: the runtime's own)
@@ -36,7 +46,7 @@ static void wake_waiters(void) {
     syscall(SYS_futex, (uint32_t *)&g_generation, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-__attribute__((swiftcall)) static void pool_wake_hook(sw_job *job, enqueue_original_t original) {
+SW_SWIFTCC static void pool_wake_hook(sw_job *job, enqueue_original_t original) {
     // The exchange only once armed: an enqueue to a busy pool writes nothing shared.
     uint32_t armed;
     if (atomic_load_explicit(&g_armed, memory_order_relaxed) &&

@@ -348,11 +348,19 @@ int sw_test_set_dumpable(int dumpable) {
 // ---- a stand-in for another library's enqueue hook --------------------------------------------
 
 typedef struct sw_test_job sw_test_job;
-typedef void (*test_enqueue_original_t)(sw_test_job *) __attribute__((swiftcall));
-typedef void (*test_enqueue_hook_t)(sw_test_job *, test_enqueue_original_t) __attribute__((swiftcall));
+#if defined(__has_attribute)
+#if __has_attribute(swiftcall)
+#define SW_TEST_SWIFTCC __attribute__((swiftcall))
+#endif
+#endif
+#ifndef SW_TEST_SWIFTCC
+#define SW_TEST_SWIFTCC
+#endif
+typedef void (*test_enqueue_original_t)(sw_test_job *) SW_TEST_SWIFTCC;
+typedef void (*test_enqueue_hook_t)(sw_test_job *, test_enqueue_original_t) SW_TEST_SWIFTCC;
 static _Atomic uint64_t g_counting_hook_jobs;
 
-__attribute__((swiftcall)) static void counting_enqueue_hook(sw_test_job *job, test_enqueue_original_t original) {
+SW_TEST_SWIFTCC static void counting_enqueue_hook(sw_test_job *job, test_enqueue_original_t original) {
     atomic_fetch_add_explicit(&g_counting_hook_jobs, 1, memory_order_relaxed);
     original(job);
 }
@@ -379,4 +387,14 @@ void sw_test_remove_counting_enqueue_hook(void) {
     _Atomic(test_enqueue_hook_t) *slot = test_hook_slot();
     test_enqueue_hook_t expected = counting_enqueue_hook;
     if (slot) atomic_compare_exchange_strong(slot, &expected, NULL);
+}
+
+void *sw_test_replace_enqueue_hook(void) {
+    _Atomic(test_enqueue_hook_t) *slot = test_hook_slot();
+    return slot ? (void *)atomic_exchange(slot, counting_enqueue_hook) : NULL;
+}
+
+void sw_test_restore_enqueue_hook(void *hook) {
+    _Atomic(test_enqueue_hook_t) *slot = test_hook_slot();
+    if (slot) atomic_store(slot, (test_enqueue_hook_t)hook);
 }

@@ -116,6 +116,20 @@ struct PoolRestTests {
         #expect(sw_test_enqueue_hook_state() == 1, "the earlier hook is back in place")
     }
 
+    @Test("a hook that replaces Stallwatch's without chaining ends the rests: the pool is scanned every 40 ms again")
+    func replacedHookEndsRests() async throws {
+        let log = EventLog()
+        let watchdog = try startedWatchdog(threshold: .seconds(1), log: log)
+        defer { watchdog.stop() }
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(try await scans(whileAwaiting: 0.5) <= 5, "the pool rested before")
+        let ours = sw_test_replace_enqueue_hook()
+        defer { sw_test_restore_enqueue_hook(ours) }
+        try await Task.sleep(for: .milliseconds(1000))  // the late scan (0.9 s) finds the hook gone
+        let scanned = try await scans(whileAwaiting: 1)
+        #expect(scanned >= 15, "\(scanned) scans in 1 s after the hook was replaced")
+    }
+
     @Test("with no hook before it, a stopped watchdog leaves none (so NIO's executor take-over can install its own)")
     func leavesNoHook() async throws {
         #expect(sw_test_enqueue_hook_state() == 0)

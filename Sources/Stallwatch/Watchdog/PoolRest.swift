@@ -23,8 +23,12 @@ struct PoolRest {
     static let shortRest = Duration.milliseconds(500)
     static let maxScansBeforeRest = 32
 
-    /// Whether the enqueue hook is in place for this watchdog (see `sw_pool_wake_install`).
-    let hooked: Bool
+    /// Whether this watchdog installed the enqueue hook (see `sw_pool_wake_install`): it then
+    /// uninstalls it when it stops.
+    let installed: Bool
+    /// Whether the pool may rest: the hook was installed and is still ours. Another hook that
+    /// replaced ours without chaining to it would leave enqueues unseen, so rests end for good.
+    private(set) var hooked: Bool
     /// Scans in a row that found every worker waiting for work, and how many a rest needs.
     private var quietScans = 0
     private var scansNeeded = 1
@@ -36,7 +40,10 @@ struct PoolRest {
     /// Until when the pool counts as free after a rest ended: its first scan after the work came.
     private var freeUntil: MonotonicInstant?
 
-    init(hooked: Bool) { self.hooked = hooked }
+    init(installed: Bool) {
+        self.installed = installed
+        hooked = installed
+    }
 
     /// Whether the pool rests now: no scan due but the late one, and no ping or look.
     var isResting: Bool { restBegan != nil }
@@ -51,7 +58,9 @@ struct PoolRest {
     /// `scanAfter`: how long after the enqueue the pool will be scanned (free until then).
     mutating func endIfWoken(now: MonotonicInstant, scanAfter: Duration) -> MonotonicInstant? {
         guard let armed, let began = restBegan else { return nil }
-        guard sw_pool_wake_generation() != armed.generation || sw_pool_wake_is_hooked() == 0 else { return nil }
+        let stillHooked = sw_pool_wake_is_hooked() != 0
+        guard sw_pool_wake_generation() != armed.generation || !stillHooked else { return nil }
+        if !stillHooked { hooked = false }
         // The generation also moves for a watchdog's stop or a change of loops: the enqueue's
         // instant counts only when one came after the arming.
         let enqueued = sw_pool_wake_enqueued_at()
@@ -69,6 +78,10 @@ struct PoolRest {
     /// (pings and looks) and sees the enqueue in its next round.
     mutating func prepareScan(now: MonotonicInstant, wake: Bool) {
         guard hooked, armed == nil, quietScans + 1 >= scansNeeded else { return }
+        guard sw_pool_wake_is_hooked() != 0 else {
+            hooked = false
+            return
+        }
         armed = (sw_pool_wake_generation(), now)
         sw_pool_wake_arm(wake ? 1 : 0)
     }

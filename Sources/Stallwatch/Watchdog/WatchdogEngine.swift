@@ -96,19 +96,19 @@ final class WatchdogEngine {
             if watcher.isAvailable {
                 poolWatcher = watcher
                 let hook = sw_pool_wake_install()
-                poolRest = PoolRest(hooked: hook == 0)
+                poolRest = PoolRest(installed: hook == 0)
                 if hook != 0 {
                     logger.info("the pool is scanned every \(schedule.poolScanPeriod) even when idle",
                                 metadata: ["reason": "\(hook == -1 ? "swift_task_enqueueGlobal_hook not found" : "another enqueue hook sits on top of Stallwatch's")"])
                 }
             } else {
                 poolWatcher = nil
-                poolRest = PoolRest(hooked: false)
+                poolRest = PoolRest(installed: false)
                 logger.warning("swift_job_run not found: cooperative pool jobs are not watched")
             }
         } else {
             poolWatcher = nil
-            poolRest = PoolRest(hooked: false)
+            poolRest = PoolRest(installed: false)
         }
     }
 
@@ -293,7 +293,7 @@ final class WatchdogEngine {
     }
 
     func shutdown() {
-        if poolRest.hooked { sw_pool_wake_uninstall() }
+        if poolRest.installed { sw_pool_wake_uninstall() }
         let now = MonotonicClock.now()
         for m in monitors.values { cutShort(m, now: now) }
         monitors.removeAll()

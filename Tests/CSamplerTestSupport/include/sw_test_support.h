@@ -63,5 +63,10 @@ uint64_t sw_test_counting_enqueue_hook_jobs(void);
 int sw_test_enqueue_hook_state(void);
 /// Sets `swift_task_enqueueGlobal_hook` back to NULL if it is the counting hook.
 void sw_test_remove_counting_enqueue_hook(void);
+/// Overwrites `swift_task_enqueueGlobal_hook` with the counting hook, which does not chain to what
+/// was there (as a careless library would); returns what was there, for the restore below.
+void *sw_test_replace_enqueue_hook(void);
+/// Puts `hook` (from the call above) back.
+void sw_test_restore_enqueue_hook(void *hook);
 
 #endif
