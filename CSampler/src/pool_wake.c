@@ -12,7 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct sw_job sw_job;
+// The job is opaque here, a `void *` as in every hook of this shape (UBSan's function-type check
+// compares the pointee types by name, so a test's own hook must declare the very same type).
+typedef void sw_job;
 // The runtime calls hooks with the Swift calling convention (`SWIFT_CC(swift)`). Compilers without
 // it (the gcc portability build) get the C one, which passes these two pointers the same way on
 // x86-64 and arm64.

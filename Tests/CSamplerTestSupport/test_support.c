@@ -347,7 +347,7 @@ int sw_test_set_dumpable(int dumpable) {
 
 // ---- a stand-in for another library's enqueue hook --------------------------------------------
 
-typedef struct sw_test_job sw_test_job;
+typedef void sw_test_job;  // as in pool_wake.c: the same function type, for UBSan's check
 #if defined(__has_attribute)
 #if __has_attribute(swiftcall)
 #define SW_TEST_SWIFTCC __attribute__((swiftcall))
