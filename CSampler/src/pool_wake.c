@@ -29,7 +29,7 @@ typedef void sw_job;
 typedef void (*enqueue_original_t)(sw_job *job) SW_SWIFTCC;
 typedef void (*enqueue_hook_t)(sw_job *job, enqueue_original_t original) SW_SWIFTCC;
 
-static _Atomic(enqueue_hook_t) *g_hook_slot;   // &swift_task_enqueueGlobal_hook, from dlsym
+static _Atomic(enqueue_hook_t) *g_hook_slot;   // &swift_task_enqueueGlobal_hook (see hook_slot)
 static _Atomic(enqueue_hook_t) g_previous;      // the hook ours chains to (NULL: the runtime's own)
 static _Atomic uint32_t g_armed;                // ARMED, plus ARMED_WAKE when a waiter must be woken
 #define ARMED 1u

@@ -111,8 +111,7 @@ public final class PingProbe: Sendable {
         }
         let look = watcher.look(atPoolNamed: workerName)
         if look.free {
-            counters.looks.add(1, ordering: .relaxed)
-            freeAt.store(MonotonicClock.nowNanoseconds(), ordering: .relaxed)
+            poolAtRest()  // free now, as at rest: counted as a look
             return
         }
         counters.busy.add(1, ordering: .relaxed)
@@ -120,8 +119,8 @@ public final class PingProbe: Sendable {
         pingIfIdle()
     }
 
-    /// The pool rests (``PoolRest``): every worker waits for work and none was given since, so it is
-    /// free now, as a look would have found it.
+    /// The pool is free now: a look found a worker waiting for work, or the pool rests
+    /// (``PoolRest``: every worker waits for work and none was given since).
     func poolAtRest() {
         guard postedAt.load(ordering: .acquiring) == 0 else { return }
         counters.looks.add(1, ordering: .relaxed)
