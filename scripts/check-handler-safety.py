@@ -53,8 +53,8 @@ RING_EXTERNAL = {
 }
 # Our functions that make a system call on the request path, and why each is needed there.
 REQUEST_SYSCALLS = {
-    "futex_wake_all": "FUTEX_WAKE: the answer to the waiting requester (and a snapshot's release)",
-    "futex_wait_ns": "FUTEX_WAIT: a snapshot's parked handler, bounded by the hold limit",
+    "sw_futex_wake_all": "FUTEX_WAKE: the answer to the waiting requester (and a snapshot's release)",
+    "sw_futex_wait_ns": "FUTEX_WAIT: a snapshot's parked handler, bounded by the hold limit",
     "serve_coalesced": "gettid: only when another request is armed (coalesced signals)",
     "range_mapped": "mincore: a stack that is neither below the thread pointer nor the main "
                     "thread's (a coroutine's, an alternate signal stack)",
@@ -185,7 +185,7 @@ def self_test(calls, indirect):
         "syscall() in the ring handler": (RING_ROOT, "syscall"),
         "getpid() (a libc wrapper) deep in the ring walk": (deep, "getpid"),
         "a raw syscall instruction in the ring walk": (deep, SYSCALL_INSN),
-        "the request path's futex wake called from the ring": (RING_ROOT, "futex_wake_all"),
+        "the request path's futex wake called from the ring": (RING_ROOT, "sw_futex_wake_all"),
         "the mincore check called from the ring": (RING_ROOT, "sw_mapped_end"),
         "a new callee of the dispatcher that makes a system call": (DISPATCHER, "sw_read_own"),
         "an unlisted system call on the request path": (REQUEST_ROOT, "sw_read_own"),

@@ -4,13 +4,13 @@
 
 #include <dlfcn.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "sw_futex.h"
 
 // The job is opaque here, a `void *` as in every hook of this shape (UBSan's function-type check
 // compares the pointee types by name, so a test's own hook must declare the very same type).
@@ -45,7 +45,7 @@ static int g_in_chain;
 
 static void wake_waiters(void) {
     atomic_fetch_add_explicit(&g_generation, 1, memory_order_release);
-    syscall(SYS_futex, (uint32_t *)&g_generation, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    sw_futex_wake_all(&g_generation);
 }
 
 SW_SWIFTCC static void pool_wake_hook(sw_job *job, enqueue_original_t original) {
@@ -137,9 +137,7 @@ uint32_t sw_pool_wake_generation(void) { return atomic_load_explicit(&g_generati
 void sw_pool_wake_all(void) { wake_waiters(); }
 
 void sw_pool_wake_wait(uint32_t seen, int64_t timeout_ns) {
-    if (timeout_ns <= 0) return;
-    struct timespec ts = {.tv_sec = timeout_ns / 1000000000LL, .tv_nsec = timeout_ns % 1000000000LL};
-    syscall(SYS_futex, (uint32_t *)&g_generation, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+    sw_futex_wait_ns(&g_generation, seen, timeout_ns);
 }
 
 uint64_t sw_pool_wake_enqueued_at(void) { return atomic_load_explicit(&g_woken_at, memory_order_relaxed); }

@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
+#include "sw_futex.h"
 
 static sw_slot_t g_slots[SW_SLOTS];
 static sw_slot_payload_t g_payloads[SW_SLOTS];
@@ -43,20 +43,6 @@ static void slots_after_fork_in_child(void) {
 
 __attribute__((constructor)) static void register_slots_fork_handler(void) {
     pthread_atfork(NULL, NULL, slots_after_fork_in_child);
-}
-
-// ---- futex ---------------------------------------------------------------------------------
-
-// async-signal-safe (a system call)
-static void futex_wake_all(_Atomic uint32_t *word) {
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-}
-
-// async-signal-safe (a system call); bounded by `ns`.
-static void futex_wait_ns(_Atomic uint32_t *word, uint32_t expected, int64_t ns) {
-    if (ns <= 0) return;
-    struct timespec ts = {.tv_sec = ns / 1000000000LL, .tv_nsec = ns % 1000000000LL};
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, &ts, NULL, 0);
 }
 
 // ---- the handler's side ----------------------------------------------------------------------
@@ -148,7 +134,7 @@ static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc) {
     atomic_fetch_add_explicit(&g_stat_handled, 1, memory_order_relaxed);
     if (!s->park) {
         atomic_store_explicit(&s->state, WORD(gen, ST_DONE), memory_order_release);
-        futex_wake_all(&s->state);
+        sw_futex_wake_all(&s->state);
         return;
     }
     // Park until released or until our own deadline, so a requester that dies or stalls never
@@ -157,18 +143,18 @@ static void serve(sw_slot_t *s, uint32_t gen, const ucontext_t *uc) {
     uint32_t token = s->park_token;
     int64_t deadline = s->park_deadline_ns;
     atomic_store_explicit(&s->state, WORD(gen, ST_PARKED), memory_order_release);
-    futex_wake_all(&s->state);
+    sw_futex_wake_all(&s->state);
     while (atomic_load_explicit(&g_release, memory_order_acquire) == token) {
         int64_t now = sw_now_ns();
         if (now >= deadline) break;
-        futex_wait_ns(&g_release, token, deadline - now);
+        sw_futex_wait_ns(&g_release, token, deadline - now);
     }
     if (atomic_load_explicit(&g_release, memory_order_acquire) == token) {
         uint32_t e = WORD(gen, ST_PARKED);
         if (atomic_compare_exchange_strong_explicit(&s->state, &e, WORD(gen, ST_LEFT),
                                                     memory_order_acq_rel, memory_order_relaxed)) {
             atomic_fetch_add_explicit(&g_stat_park_timeouts, 1, memory_order_relaxed);
-            futex_wake_all(&s->state);
+            sw_futex_wake_all(&s->state);
         }
     }
 }
@@ -265,7 +251,7 @@ int sw_slot_wait(sw_slot_t *s, uint32_t gen, int64_t deadline, uint32_t *final_s
         }
         int64_t now = sw_now_ns();
         if (now >= deadline) return SW_ERR_TIMED_OUT;
-        futex_wait_ns(&s->state, w, deadline - now);
+        sw_futex_wait_ns(&s->state, w, deadline - now);
     }
 }
 
@@ -285,5 +271,5 @@ uint32_t sw_slots_new_park_token(void) {
 
 void sw_slots_release(uint32_t token) {
     atomic_store_explicit(&g_release, token + 1, memory_order_release);
-    futex_wake_all(&g_release);
+    sw_futex_wake_all(&g_release);
 }

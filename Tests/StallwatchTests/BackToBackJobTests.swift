@@ -7,7 +7,7 @@ import Testing
 /// One request's blocking work, the same code for every request (a route handler that blocks).
 @inline(never)
 func backToBackFixtureServe(route: String, milliseconds: Int) async -> UInt64 {
-    await StallAttribution.serving(method: "GET", route: route) {
+    StallAttribution.serving(method: "GET", route: route) {
         poolFixtureSpin(milliseconds: milliseconds)
     }
 }

@@ -47,6 +47,10 @@ public final class WatchdogMetrics: Sendable {
         var gauges: [String: Gauge] = [:]
         var captureTimeoutsSeen: UInt64?
         var lagTimers: [String: CoreMetrics.Timer] = [:]
+        // Recorded every watchdog round: held here rather than looked up by name each time.
+        var lateness: CoreMetrics.Timer?
+        var captureTimeouts: Counter?
+        var samplingInterval: (gauge: Gauge, value: Duration)?
     }
 
     /// Metrics named `prefix_…`, created through `factory` (default: the one the application
@@ -199,7 +203,8 @@ public final class WatchdogMetrics: Sendable {
     /// One watchdog round: how late it started and the watchdog thread's CPU time since the last.
     func recordRound(lateness: Duration, watchdogCPU: Duration) {
         state.withLock { s in
-            timer("watchdog_lateness_seconds", [], in: &s).recordNanoseconds(lateness.clampedNanoseconds)
+            if s.lateness == nil { s.lateness = timer("watchdog_lateness_seconds", [], in: &s) }
+            s.lateness?.recordNanoseconds(lateness.clampedNanoseconds)
             if s.watchdogCPU == nil {
                 s.watchdogCPU = FloatingPointCounter(label: name("watchdog_cpu_seconds_total"), factory: resolvedFactory)
             }
@@ -213,8 +218,8 @@ public final class WatchdogMetrics: Sendable {
         state.withLock { s in
             let seen = s.captureTimeoutsSeen ?? total
             s.captureTimeoutsSeen = total
-            let counter = counter("capture_timeouts_total", [], in: &s)
-            if total > seen { counter.increment(by: Int64(clamping: total - seen)) }
+            if s.captureTimeouts == nil { s.captureTimeouts = counter("capture_timeouts_total", [], in: &s) }
+            if total > seen { s.captureTimeouts?.increment(by: Int64(clamping: total - seen)) }
         }
     }
 
@@ -233,12 +238,16 @@ public final class WatchdogMetrics: Sendable {
     }
 
     /// The interval stalled loops are sampled at now (stretched by the CPU budget when many are).
+    /// Called every round; the gauge is set when the interval changes (a gauge keeps its value).
     func recordSamplingInterval(_ interval: Duration) {
         state.withLock { s in
-            let key = Self.key("sampling_interval_seconds", [])
-            let g = s.gauges[key] ?? Gauge(label: name("sampling_interval_seconds"), factory: resolvedFactory)
-            s.gauges[key] = g
-            g.record(interval.secondsDouble)
+            if let recorded = s.samplingInterval {
+                guard recorded.value != interval else { return }
+                s.samplingInterval = (recorded.gauge, interval)
+            } else {
+                s.samplingInterval = (Gauge(label: name("sampling_interval_seconds"), factory: resolvedFactory), interval)
+            }
+            s.samplingInterval?.gauge.record(interval.secondsDouble)
         }
     }
 

@@ -57,6 +57,9 @@ final class LoopMonitor {
     /// The loop thread's demand for a core (CPU time plus run-queue wait) at the last round, for
     /// the busy-loop detector.
     var lastThreadDemand: (thread: ThreadID, demand: Duration, at: MonotonicInstant)?
+    /// The loop thread's `/proc` files its demand is read from, open across busy periods (an open
+    /// and a close per read were most of what judging a free loop cost).
+    var demandFiles: TaskFiles?
 
     init(source: LoopSource, configuration: WatchdogConfiguration, schedule: DetectionSchedule) {
         self.source = source

@@ -145,9 +145,10 @@ final class PoolJobWatcher {
         }
     }
 
-    /// Scans the pool threads once; running threads are sampled by signal only if `maySignal`.
+    /// Scans the pool threads once; running threads are sampled by signal only if `maySignal`
+    /// (asked only when a capture is due: the watchdog checks the signal's handler then).
     /// Returns whether the set of threads changed.
-    func scan(now: MonotonicInstant, maySignal: Bool = true) -> Bool {
+    func scan(now: MonotonicInstant, maySignal: @autoclosure () -> Bool = true) -> Bool {
         PoolScanCost.scanCount.add(1, ordering: .relaxed)
         PoolScanCost.procReadCount.add(1, ordering: .relaxed)
         lastScanFoundQuiet = false
@@ -182,7 +183,7 @@ final class PoolJobWatcher {
                 quiet = false
             }
             thread.seen = scans
-            if !observe(thread, tid: tid, now: now, frames: frames, maySignal: maySignal) { quiet = false }
+            if !observe(thread, tid: tid, now: now, frames: frames, maySignal: maySignal()) { quiet = false }
             if thread.isWorker == false {
                 // Named like a worker, not one: looked at again only as rarely as any other thread.
                 threads[tid] = nil
@@ -203,7 +204,7 @@ final class PoolJobWatcher {
     }
 
     /// Returns whether the thread was found waiting for work.
-    private func observe(_ thread: PoolThread, tid: ThreadID, now: MonotonicInstant, frames: SwiftJobFrames, maySignal: Bool) -> Bool {
+    private func observe(_ thread: PoolThread, tid: ThreadID, now: MonotonicInstant, frames: SwiftJobFrames, maySignal: @autoclosure () -> Bool) -> Bool {
         // An idle worker that has not run since a scan saw it in its idle wait is still there:
         // one CPU clock read (a system call, no file) instead of two /proc reads.
         var cpuNow: UInt64 = 0
@@ -271,8 +272,8 @@ final class PoolJobWatcher {
             thread.blockedAt = nil
             let cpuNow = try? ThreadCPUClock(tid).elapsed()
             defer { thread.cpu = cpuNow.map { ($0, now) } }
-            if maySignal, let cpuNow, let before = thread.cpu, now > before.at,
-               (cpuNow - before.time) / (now - before.at) >= 0.5 {
+            if let cpuNow, let before = thread.cpu, now > before.at,
+               (cpuNow - before.time) / (now - before.at) >= 0.5, maySignal() {
                 // Busy on the CPU for most of the interval: worth a signal to see which job.
                 let stack = try? sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(20))
                 if let stack { confirmWorker(thread, by: stack) }

@@ -14,7 +14,7 @@ extension WatchdogEngine {
         let pingLatency = m.busyLoopLag
         m.busyLoopLag = nil
         guard let detector = m.busyLoop, !m.inStall, let thread = m.source.thread,
-              let demand = Self.demand(of: thread) else {
+              let demand = Self.demand(of: thread, in: m) else {
             finishBusyLoopReport(m, at: now)
             return
         }
@@ -46,8 +46,12 @@ extension WatchdogEngine {
 
     /// Time `thread` has wanted a core: on one plus runnable on a run queue (`schedstat`), or its CPU
     /// clock alone where the kernel keeps no scheduler statistics.
-    private static func demand(of thread: ThreadID) -> Duration? {
-        if let stat = try? ThreadInfo.schedStat(thread) { return stat.runTime + stat.waitTime }
+    private static func demand(of thread: ThreadID, in m: LoopMonitor) -> Duration? {
+        if m.demandFiles?.tid != thread { m.demandFiles = TaskFiles(thread) }
+        var run: UInt64 = 0, wait: UInt64 = 0, slices: UInt64 = 0
+        if let files = m.demandFiles, files.schedstat(run: &run, wait: &wait, timeslices: &slices) == 0 {
+            return .nanoseconds(Int64(clamping: run &+ wait))
+        }
         return try? ThreadCPUClock(thread).elapsed()
     }
 

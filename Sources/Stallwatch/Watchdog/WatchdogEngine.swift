@@ -49,7 +49,14 @@ final class WatchdogEngine {
     var signalLost: SignalOwnership?
     /// Whether the failure to learn how blocked threads' requests are read was reported.
     var blockedTagFailureReported = false
-    var maySignal: Bool { signalLost == nil }
+    /// Whether the sampling signal may be sent now. Asking checks its handler first, once per
+    /// round (``checkSignalOwnershipOnce()``): a round that sends no signal does not ask.
+    var maySignal: Bool {
+        checkSignalOwnershipOnce()
+        return signalLost == nil
+    }
+    /// The round whose start the signal's handler was last checked in.
+    private var signalCheckedAt: MonotonicInstant?
     /// Set once the kernel's refusal of the perf-event driver has been logged (once per watchdog).
     var perfRefusalLogged = false
     /// This round's time for one-off captures of stalled threads, and the loops that used it.
@@ -185,14 +192,19 @@ final class WatchdogEngine {
             stopped = (stopped ?? .zero) + stoppedInRound
             stoppedInRound = .zero
         }
-        checkSignalOwnership()
+        // Every round while a ring runs (a tick meeting another handler's default disposition
+        // would kill the process), before any signal is sent, and once a second for the metric.
+        if monitors.values.contains(where: { $0.ring != nil })
+            || signalCheckedAt.map({ now - $0 >= Self.signalCheckPeriod }) ?? true {
+            checkSignalOwnershipOnce()
+        }
         reportBlockedTagFailure()
         metrics?.updateProcess(now: now)
         captureBudget = CaptureBudget(end: now + schedule.captureTime, limit: schedule.captureTime)
         var next = now + configuration.checkPeriod
         let pingDue = nextPing.map { now >= $0 } ?? true
         if let poolWatcher {
-            let scanAfterWork = pingsEveryRound ? schedule.poolScanPeriod / 2 : schedule.poolScanPeriod
+            let scanAfterWork = pingsEveryRound ? schedule.poolScanHalfPeriod : schedule.poolScanPeriod
             if let until = poolRest.endIfWoken(now: now, scanAfter: scanAfterWork) {
                 // Every worker stayed outside any job until the enqueue; a job it began is still
                 // there one scan period on (half a period, for a watchdog woken by its ping rounds
@@ -311,6 +323,16 @@ final class WatchdogEngine {
 
     // MARK: - signal ownership
 
+    /// How often the signal's handler is checked while nothing is sampled and no signal is sent.
+    static let signalCheckPeriod = Duration.seconds(1)
+
+    /// ``checkSignalOwnership()``, unless this round did already.
+    private func checkSignalOwnershipOnce() {
+        guard signalCheckedAt != roundStart else { return }
+        signalCheckedAt = roundStart
+        checkSignalOwnership()
+    }
+
     /// Notices within one round that another handler took the sampling signal over. Then rings are
     /// stopped at once (a tick meeting a default disposition would kill the process), one `.error`
     /// event says so, and stalls are still detected and classified from /proc, with the stacks of
@@ -389,6 +411,16 @@ final class WatchdogEngine {
         let late = now > planned ? now - planned : .zero
         let waitedFrom = max(planned, before.at)
         let lateInWait = now > waitedFrom ? now - waitedFrom : .zero
+        // On time (or late by less than any stop the judge counts): a sleeping thread gained no
+        // CPU, and the wake-up's run-queue wait is too short to judge, so the figures read when
+        // the wait began stand for this round's start (a pread of schedstat saved each round).
+        // judgeStopInRound then counts that short wait as the round's: stops are under-, never
+        // over-counted.
+        guard lateInWait > suspensionJudge.minimumStop || late > schedule.lateWarning else {
+            ownAtRoundStart = (before.cpu, before.runQueueWait, now)
+            lateness = late
+            return .zero
+        }
         let after = ownThreadFigures()
         ownAtRoundStart = (after.cpu, after.runQueueWait, now)
         var waitDelta: Duration?
