@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "sw_futex.h"
+#include "sw_internal.h"
 
 // The job is opaque here, a `void *` as in every hook of this shape (UBSan's function-type check
 // compares the pointee types by name, so a test's own hook must declare the very same type).
@@ -46,6 +47,7 @@ static int g_in_chain;
 static void wake_waiters(void) {
     atomic_fetch_add_explicit(&g_generation, 1, memory_order_release);
     sw_futex_wake_all(&g_generation);
+    sw_loop_rest_kick();
 }
 
 SW_SWIFTCC static void pool_wake_hook(sw_job *job, enqueue_original_t original) {

@@ -274,6 +274,12 @@ int sw_remote_unwind_init(void);
 /// Unwinds with libunwind from `view`, appending frames to `out`. Not for handlers.
 int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_frames, int64_t deadline_ns);
 
+// ---- the watchdog's sleep -------------------------------------------------------------------
+
+/// Wakes watchdogs that sleep in a loop-rest set (loop_rest.c); called after every generation bump
+/// that wakes waiters (pool_wake.c). Not for handlers.
+void sw_loop_rest_kick(void);
+
 // ---- time -----------------------------------------------------------------------------------
 
 /// CLOCK_MONOTONIC in ns. async-signal-safe (vDSO clock_gettime).

@@ -40,6 +40,12 @@ public final class PingProbe: Sendable {
     private let idleCPU = Atomic<UInt64>(UInt64.max)
     private let freeAt = Atomic<UInt64>(0)
     private let counters = LookCounters()
+    // Loop rest (``LoopRest``; the watchdog thread only): the epoll descriptor the loop's thread
+    // slept in at the last look that found it asleep, whether the last look did, and whether it
+    // rests.
+    private let asleepIn = Atomic<Int32>(-1)
+    private let lastLookFoundAsleep = Atomic<Bool>(false)
+    private let resting = Atomic<Bool>(false)
     /// Whether this probe pings the cooperative pool (``cooperativePool(name:priority:)``): then
     /// the pool's workers are looked at instead while one of them waits for work (see
     /// ``lookAtPool(_:)``), and the name they carry is learnt from the thread that ran a ping.
@@ -206,17 +212,21 @@ public final class PingProbe: Sendable {
         let end = lastTickEnd.load(ordering: .sequentiallyConsistent)
         let tickEnded = end != seenTickEnd.load(ordering: .relaxed)
         seenTickEnd.store(end, ordering: .relaxed)
-        var read: (state: LoopLookPolicy.ThreadState, cpu: UInt64)?
+        var read: (state: LoopLookPolicy.ThreadState, cpu: UInt64, epollFD: Int32?)?
         if !tickEnded {
-            read = LoopLook.readThread(ThreadID(rawValue: tid), idleCPU: idleCPU.load(ordering: .relaxed), counters: counters)
+            read = LoopLook.readThreadAndWait(ThreadID(rawValue: tid), idleCPU: idleCPU.load(ordering: .relaxed), counters: counters)
         }
-        switch LoopLookPolicy.judge(tickEnded: tickEnded, thread: read?.state) {
+        let verdict = LoopLookPolicy.judge(tickEnded: tickEnded, thread: read?.state)
+        lastLookFoundAsleep.store(verdict == .asleep, ordering: .relaxed)
+        switch verdict {
         case .ticking:
             idleCPU.store(UInt64.max, ordering: .relaxed)
             freeAt.store(end, ordering: .relaxed)
         case .asleep:
             idleCPU.store(read?.cpu ?? UInt64.max, ordering: .relaxed)
             freeAt.store(now, ordering: .relaxed)
+            // A clock that has not moved means the same wait as the look that read the descriptor.
+            if let fd = read?.epollFD { asleepIn.store(fd, ordering: .relaxed) }
         case .unknown:
             break
         case .busy:
@@ -229,6 +239,45 @@ public final class PingProbe: Sendable {
             let after = lastTickEnd.load(ordering: .sequentiallyConsistent)
             if after >= now { answerLook(posted: now, ran: after) }
         }
+    }
+
+    // MARK: - loop rest
+
+    /// The epoll descriptor the loop's thread sleeps in, if the last look (``lookOrPing()``) found
+    /// it asleep there (``LoopRest`` then watches that descriptor instead of looking).
+    var asleepEpollFD: Int32? {
+        guard reportsTicks.load(ordering: .relaxed), lastLookFoundAsleep.load(ordering: .relaxed),
+              postedAt.load(ordering: .acquiring) == 0 else { return nil }
+        let fd = asleepIn.load(ordering: .relaxed)
+        return fd >= 0 ? fd : nil
+    }
+
+    /// Whether the loop's thread has not run since the look that found it asleep: checked once its
+    /// descriptor is watched, since an event that came before that would not wake the watchdog.
+    func stillAsleep() -> Bool {
+        let tid = loopThread.load(ordering: .relaxed)
+        let cpu = idleCPU.load(ordering: .relaxed)
+        return tid != 0 && cpu != UInt64.max && LoopLook.unmoved(ThreadID(rawValue: tid), since: cpu)
+    }
+
+    /// Whether the loop rests (free without a look until its descriptor gets an event).
+    var isResting: Bool { resting.load(ordering: .relaxed) }
+
+    /// The loop rests from now on.
+    func beginRest() { resting.store(true, ordering: .relaxed) }
+
+    /// The rest is over: the loop was asleep until `wokenAt` when its descriptor got an event
+    /// (`nil` for the late look, which learns the loop's state by looking).
+    func endRest(wokenAt: UInt64?) {
+        resting.store(false, ordering: .relaxed)
+        if let wokenAt { freeAt.store(wokenAt, ordering: .relaxed) }
+    }
+
+    /// A round while the loop rests: free now, as a look that found it asleep would say.
+    func loopAtRest() {
+        guard postedAt.load(ordering: .acquiring) == 0 else { return }
+        counters.looks.add(1, ordering: .relaxed)
+        freeAt.store(MonotonicClock.nowNanoseconds(), ordering: .relaxed)
     }
 
     /// What looks at this loop have cost and found (for benchmarks).

@@ -217,7 +217,11 @@ public final class Watchdog: Sendable {
             let now = MonotonicClock.now()
             if next > now {
                 let wait = next - now
-                sw_pool_wake_wait(seen, wait.clampedNanoseconds)
+                if engine.loopRest.isResting {
+                    engine.loopRest.wait(seen: seen, timeout: wait)
+                } else {
+                    sw_pool_wake_wait(seen, wait.clampedNanoseconds)
+                }
             }
         }
         engine.shutdown()

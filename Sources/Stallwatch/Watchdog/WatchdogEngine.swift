@@ -24,6 +24,9 @@ final class WatchdogEngine {
     private var nextPoolScan: MonotonicInstant?
     /// Whether the pool rests, unscanned until it is given work (see ``PoolRest``).
     private var poolRest: PoolRest
+    /// Event loops that sleep in `epoll_wait` are watched through their descriptors rather than
+    /// looked at every period, while nothing else needs the rounds (see ``LoopRest``).
+    let loopRest: LoopRest
     /// This round's conclusion of ``PoolRest/isFree(at:)``: the pool needs no ping or look.
     private var poolIsFree = false
     /// Whether the last round had loops pinged or looked at every ping period: the watchdog wakes
@@ -94,6 +97,7 @@ final class WatchdogEngine {
         self.writer = writer
         self.logger = logger
         self.sink = emit
+        self.loopRest = LoopRest(logger: logger)
         self.cpuPolicy = CPUPolicy(settings: configuration.cpu)
         self.governor = SamplingGovernor(configuration, cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         self.sampling = (configuration.sampleInterval, .configured)
@@ -121,6 +125,8 @@ final class WatchdogEngine {
 
     /// Brings the monitor set in line with the registered loops.
     func sync(_ sources: [LoopSource]) {
+        // A resting loop may be gone: every rest ends, and the next looks decide again.
+        loopRest.endAll()
         userSources = sources
         syncMonitors()
     }
@@ -225,9 +231,12 @@ final class WatchdogEngine {
             // A scan due after an enqueue rides the ping rounds when there are any.
             if let scan = nextPoolScan, scan < next, !(pingsEveryRound && poolRest.isFree(at: now)) { next = scan }
         }
+        // The late look: resting loops are looked at again even without an event.
+        if let late = loopRest.lateLookAt, now >= late { loopRest.endAll() }
         var anyActive = false
         var anyPing = false
         var anyOtherPing = false
+        loopRest.roundBegan()
         // Three passes: loops whose busy period has passed the threshold and that are not reported
         // yet go first — those with samples, then those without, whose report first waits for a
         // one-off capture of a thread that may not get a CPU for a while. With many loops stalled
@@ -248,16 +257,24 @@ final class WatchdogEngine {
                     // Every worker waits for work and the pool was given none: free, with no
                     // ping and no look due until an enqueue ends the rest.
                     p.poolAtRest()
+                } else if p.isResting {
+                    // Asleep in epoll_wait, its descriptor watched: free until it gets an event.
+                    p.loopAtRest()
                 } else {
                     anyPing = true
-                }
-                // The pool's own ping stops while the pool rests: only other loops' keep the rounds going.
-                if !p.watchesCooperativePool { anyOtherPing = true }
-                if pingDue && settled && !(p.watchesCooperativePool && poolIsFree) {
-                    if p.watchesCooperativePool, let poolWatcher, poolWatcher.lastScan == now {
-                        p.lookAtPool(poolWatcher)
+                    // The pool's own ping stops while the pool rests: only other loops' keep the
+                    // rounds going.
+                    if !p.watchesCooperativePool { anyOtherPing = true }
+                    if pingDue && settled {
+                        if p.watchesCooperativePool, let poolWatcher, poolWatcher.lastScan == now {
+                            p.lookAtPool(poolWatcher)
+                            loopRest.loopAwake()
+                        } else {
+                            p.lookOrPing()
+                            loopRest.lookedAt(p)
+                        }
                     } else {
-                        p.lookOrPing()
+                        loopRest.loopAwake()
                     }
                 }
             }
@@ -272,6 +289,13 @@ final class WatchdogEngine {
             }
         }
         }
+        // Every looked-at loop asleep and nothing else wanting 40 ms rounds: they rest.
+        let poolNeedsRounds = poolWatcher != nil && !poolRest.isResting
+        if pingDue, loopRest.roundEnded(othersAwake: anyActive || poolNeedsRounds, now: now,
+                                        lateLookAfter: schedule.idlePoll) {
+            anyPing = false
+            anyOtherPing = false
+        }
         governSampling()
         cpuRound(now: now)
         previousRound = now
@@ -283,6 +307,7 @@ final class WatchdogEngine {
             if let scan = nextPoolScan, scan < idlePoll { idlePoll = scan }
             if idlePoll > next { next = idlePoll }
         }
+        if let late = loopRest.lateLookAt, late < next { next = max(late, now) }
         pingsEveryRound = anyOtherPing && schedule.pingPeriod <= schedule.poolScanPeriod
         if anyPing {
             // A ping-probed loop's stall is known only from a ping it leaves waiting: the next
@@ -305,6 +330,7 @@ final class WatchdogEngine {
     }
 
     func shutdown() {
+        loopRest.close()
         if poolRest.installed { sw_pool_wake_uninstall() }
         let now = MonotonicClock.now()
         for m in monitors.values { cutShort(m, now: now) }

@@ -18,7 +18,9 @@ import StallwatchReport
 /// The price is wake-ups: a watchdog with pings or pool-job watching wakes every P even when all is
 /// idle (a heartbeat-only watchdog does not, nor does pool-job watching while every pool worker
 /// waits for work: the pool then rests until the runtime's enqueue wakes the watchdog). A loop that reports its ticks (``LoopLookPolicy``) is
-/// looked at every P instead of pinged, so the loop itself is not woken; the watchdog still is. So
+/// looked at every P instead of pinged, so the loop itself is not woken; the watchdog still is,
+/// unless every such loop sleeps in `epoll_wait` and nothing else needs the rounds (`LoopRest`
+/// in Stallwatch: the loops' epoll descriptors wake the watchdog instead). So
 /// is the cooperative pool while pool-job watching scans it: a worker waiting for work means free.
 package struct DetectionSchedule: Sendable, Equatable {
     /// A stall's start and duration should be right within this, and its event come within the

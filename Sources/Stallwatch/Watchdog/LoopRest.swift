@@ -1,0 +1,168 @@
+import CSampler
+import Logging
+import StallwatchReport
+
+/// Lets a watchdog sleep while every event loop it looks at sleeps, instead of looking at each one
+/// every 40 ms (25 wake-ups a second for an idle service).
+///
+/// A loop that reports its ticks (SwiftNIO with ``PingProbe/recordTick(startNanoseconds:endNanoseconds:)``)
+/// and that a look found asleep in `epoll_wait` can only wake through its epoll descriptor: I/O,
+/// another thread's `execute` (an eventfd) and its scheduled tasks (a timerfd) all arrive there.
+/// So that descriptor is watched instead, nested in an epoll set of the watchdog's own
+/// (`sw_loop_rest.h`), and the kernel wakes the watchdog when the loop gets an event. The loop was
+/// asleep until then, so a stall it begins is dated from there as a look every 40 ms would date it.
+///
+/// Loops rest only together, when nothing else needs the 40 ms rounds (no other loop pinged or
+/// busy, the pool at rest or not watched), and only after enough looks in a row found them all
+/// asleep: the number needed doubles after a rest shorter than ``shortRest`` (up to
+/// ``maxLooksBeforeRest``), so a loop given work every few ms costs no more wake-ups than looks
+/// would. A look every 0.9 × threshold (the late look) still sees a loop that a missed event left
+/// busy. Where the set cannot be made or a descriptor cannot be watched, loops are looked at as
+/// before, and one log line says why.
+final class LoopRest {
+    /// A rest shorter than this doubles the looks the next one needs.
+    static let shortRest = Duration.milliseconds(500)
+    /// At most this many looks in a row must find every loop asleep before they rest.
+    static let maxLooksBeforeRest = 32
+
+    private let logger: Logger
+    private var set: Int32?
+    private var unavailable = false
+    private var resting: [(token: UInt64, fd: Int32, probe: PingProbe)] = []
+    // This round's looked-at loops found asleep, and whether any other was not; kept between
+    // rounds with their capacity (a round allocates nothing).
+    private var candidates: [(probe: PingProbe, fd: Int32)] = []
+    private var othersAwake = false
+    private var fired = [UInt64](repeating: 0, count: 8)
+    private var restBegan: MonotonicInstant?
+    private var quietLooks = 0
+    private var looksNeeded = 1
+    /// When the loops resting now are looked at again even without an event.
+    private(set) var lateLookAt: MonotonicInstant?
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// Whether some loops rest: the watchdog then sleeps in ``wait(seen:timeout:)``.
+    var isResting: Bool { !resting.isEmpty }
+
+    /// Closes the set; no loop rests any more.
+    func close() {
+        endAll()
+        if let set { sw_loop_rest_close(set) }
+        set = nil
+    }
+
+    /// Sleeps like `sw_pool_wake_wait`, and until a resting loop gets an event; the rests of the
+    /// loops that got one are over, from `now` on (see ``PingProbe/endRest(wokenAt:)``).
+    func wait(seen: UInt32, timeout: Duration) {
+        guard let set else { return }
+        let count = fired.withUnsafeMutableBufferPointer {
+            sw_loop_rest_wait(set, seen, timeout.clampedNanoseconds, $0.baseAddress, Int32($0.count))
+        }
+        guard count > 0 else { return }
+        let now = MonotonicClock.now()
+        for token in fired.prefix(Int(count)) {
+            guard let index = resting.firstIndex(where: { $0.token == token }) else { continue }
+            let entry = resting.remove(at: index)
+            _ = sw_loop_rest_disarm(set, entry.fd)
+            entry.probe.endRest(wokenAt: now.nanoseconds)
+        }
+        if resting.isEmpty { rested(until: now) }
+    }
+
+    /// Ends every rest without an event (the late look, a change of loops, `stop()`): the loops
+    /// are looked at to learn their state.
+    func endAll() {
+        guard let set else { return }
+        for entry in resting {
+            _ = sw_loop_rest_disarm(set, entry.fd)
+            entry.probe.endRest(wokenAt: nil)
+        }
+        resting.removeAll(keepingCapacity: true)
+        lateLookAt = nil
+        // A late look that finds them asleep again rests them at once.
+        quietLooks = looksNeeded
+    }
+
+    /// A round with looks begins (``lookedAt(_:)`` and ``loopAwake()`` follow, then ``roundEnded``).
+    func roundBegan() {
+        candidates.removeAll(keepingCapacity: true)
+        othersAwake = false
+    }
+
+    /// `probe` was just looked at (``PingProbe/lookOrPing()``): a candidate if it sleeps in
+    /// `epoll_wait`, else it keeps the rounds going.
+    func lookedAt(_ probe: PingProbe) {
+        if let fd = probe.asleepEpollFD { candidates.append((probe, fd)) } else { othersAwake = true }
+    }
+
+    /// A loop that cannot rest needs this round's successor (pinged, busy, the pool scanned).
+    func loopAwake() { othersAwake = true }
+
+    /// The round's looks are over; `othersAwake` when anything else wants the 40 ms rounds.
+    /// Returns whether the loops found asleep rest now (then none of them needs a look).
+    func roundEnded(othersAwake awake: Bool, now: MonotonicInstant, lateLookAfter: Duration) -> Bool {
+        guard !awake, !othersAwake, !candidates.isEmpty else {
+            quietLooks = 0
+            return false
+        }
+        quietLooks += 1
+        guard quietLooks >= looksNeeded, let set = openSet() else { return false }
+        let restingBefore = resting.count
+        var allArmed = true
+        for (probe, fd) in candidates {
+            let token = UInt64(UInt(bitPattern: ObjectIdentifier(probe)))
+            let rc = sw_loop_rest_arm(set, fd, token)
+            guard rc == 0 else {
+                logger.debug("a loop cannot rest; it is looked at every period",
+                             metadata: ["loop": "\(probe.name)", "descriptor": "\(fd)", "error": "\(-rc)"])
+                allArmed = false
+                break
+            }
+            resting.append((token, fd, probe))
+            // Watched from here on, but an event that came between the look and the watch would
+            // not wake us: the loop must not have run since the look.
+            guard probe.stillAsleep() else {
+                allArmed = false
+                break
+            }
+        }
+        guard allArmed else {
+            for entry in resting[restingBefore...] { _ = sw_loop_rest_disarm(set, entry.fd) }
+            resting.removeSubrange(restingBefore...)
+            return false
+        }
+        for entry in resting[restingBefore...] { entry.probe.beginRest() }
+        if restingBefore == 0 {
+            restBegan = now
+            lateLookAt = now + lateLookAfter
+        }
+        return true
+    }
+
+    /// The sleep of the loops that rested from ``restBegan`` ended at `until`: a short one makes
+    /// the next rest wait for more quiet looks.
+    private func rested(until: MonotonicInstant) {
+        if let began = restBegan {
+            looksNeeded = until - began < Self.shortRest ? min(looksNeeded * 2, Self.maxLooksBeforeRest) : 1
+        }
+        restBegan = nil
+        lateLookAt = nil
+        quietLooks = 0
+    }
+
+    private func openSet() -> Int32? {
+        if let set { return set }
+        guard !unavailable else { return nil }
+        let fd = sw_loop_rest_open()
+        guard fd >= 0 else {
+            unavailable = true
+            logger.info("event loops cannot rest; they are looked at every period", metadata: ["error": "\(-fd)"])
+            return nil
+        }
+        set = fd
+        return fd
+    }
+}
