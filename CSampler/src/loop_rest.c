@@ -23,6 +23,14 @@ static _Atomic int g_sleepers;
 
 static void make_wake_fd(void) { g_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
 
+// A forked child shares the event with its parent but has no watchdog thread: its enqueues must not
+// wake the parent's watchdogs.
+static void loop_rest_after_fork_in_child(void) { atomic_store(&g_sleepers, 0); }
+
+__attribute__((constructor)) static void register_loop_rest_fork_handler(void) {
+    pthread_atfork(NULL, NULL, loop_rest_after_fork_in_child);
+}
+
 // Called by every generation bump that wakes waiters (pool_wake.c), after the bump.
 void sw_loop_rest_kick(void) {
     atomic_thread_fence(memory_order_seq_cst);  // the bump before the count (see sw_loop_rest_wait)
