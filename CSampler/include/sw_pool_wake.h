@@ -28,6 +28,14 @@ int sw_pool_wake_is_hooked(void);
 /// the hook disarms itself: later enqueues cost one relaxed load); with `wake`, it also wakes the
 /// waiters (a watchdog that wakes every few ms anyway arms without: it sees the bump in its next round).
 void sw_pool_wake_arm(int wake);
+/// Arms like `sw_pool_wake_arm(0)`, and the enqueue also sets the process's pool timer
+/// (`sw_pool_wake_timer_fd`) to expire `delay_ns` later: a watchdog that sleeps in an epoll set
+/// watching that timer wakes once, when the pool is to be scanned, rather than at the enqueue and
+/// again at the scan.
+void sw_pool_wake_arm_after(int64_t delay_ns);
+/// The pool timer (a timerfd on CLOCK_MONOTONIC, close-on-exec, made on first use and never
+/// closed), or -errno. Never read: watch it edge-triggered.
+int sw_pool_wake_timer_fd(void);
 
 /// The wake-up generation: a waiter reads it before it decides to sleep, then sleeps on it.
 uint32_t sw_pool_wake_generation(void);

@@ -48,7 +48,11 @@ int sw_loop_rest_open(void) {
     if (set < 0) return -errno;
     // The token of the wake-up event: no loop's (loops' tokens are object addresses, never ~0).
     struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.u64 = UINT64_MAX};
-    if (epoll_ctl(set, EPOLL_CTL_ADD, g_wake_fd, &ev) != 0) {
+    // The pool timer too (sw_pool_wake_arm_after): never read, so edge-triggered.
+    int timer = sw_pool_wake_timer_fd();
+    struct epoll_event tev = {.events = EPOLLIN | EPOLLET, .data.u64 = UINT64_MAX};
+    if (epoll_ctl(set, EPOLL_CTL_ADD, g_wake_fd, &ev) != 0 ||
+        (timer >= 0 && epoll_ctl(set, EPOLL_CTL_ADD, timer, &tev) != 0)) {
         int err = errno;
         close(set);
         return -err;
@@ -61,7 +65,7 @@ void sw_loop_rest_close(int set) {
 }
 
 int sw_loop_rest_arm(int set, int loop_epfd, uint64_t token) {
-    if (loop_epfd == set || loop_epfd == g_wake_fd) return -EINVAL;
+    if (loop_epfd == set || loop_epfd == g_wake_fd || loop_epfd == sw_pool_wake_timer_fd()) return -EINVAL;
     struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = token};
     if (epoll_ctl(set, EPOLL_CTL_MOD, loop_epfd, &ev) == 0) return 0;
     if (errno != ENOENT) return -errno;

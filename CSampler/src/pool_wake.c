@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 #include "sw_futex.h"
@@ -35,6 +36,10 @@ static _Atomic(enqueue_hook_t) g_previous;      // the hook ours chains to (NULL
 static _Atomic uint32_t g_armed;                // ARMED, plus ARMED_WAKE when a waiter must be woken
 #define ARMED 1u
 #define ARMED_WAKE 2u
+#define ARMED_TIMER 4u
+static _Atomic int64_t g_timer_delay_ns;        // how long after the enqueue the timer wakes
+static int g_timer_fd = -1;                     // sw_pool_wake_timer_fd: made once, never closed
+static pthread_once_t g_timer_once = PTHREAD_ONCE_INIT;
 static _Atomic uint32_t g_generation;
 static _Atomic uint64_t g_wakes;
 static _Atomic uint64_t g_woken_at;             // CLOCK_MONOTONIC ns of the enqueue that disarmed
@@ -64,6 +69,13 @@ SW_SWIFTCC static void pool_wake_hook(sw_job *job, enqueue_original_t original) 
             wake_waiters();
         } else {
             atomic_fetch_add_explicit(&g_generation, 1, memory_order_release);
+        }
+        // After the bump: the watchdog the timer wakes finds the generation moved.
+        if ((armed & ARMED_TIMER) && g_timer_fd >= 0) {
+            int64_t delay = atomic_load_explicit(&g_timer_delay_ns, memory_order_relaxed);
+            if (delay < 1) delay = 1;
+            struct itimerspec when = {.it_value = {.tv_sec = delay / 1000000000LL, .tv_nsec = delay % 1000000000LL}};
+            timerfd_settime(g_timer_fd, 0, &when, NULL);
         }
     }
     enqueue_hook_t previous = atomic_load_explicit(&g_previous, memory_order_acquire);
@@ -132,6 +144,26 @@ int sw_pool_wake_is_hooked(void) {
 
 void sw_pool_wake_arm(int wake) {
     atomic_fetch_or_explicit(&g_armed, wake ? ARMED | ARMED_WAKE : ARMED, memory_order_release);
+}
+
+static void make_timer_fd(void) { g_timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK); }
+
+int sw_pool_wake_timer_fd(void) {
+    pthread_once(&g_timer_once, make_timer_fd);
+    return g_timer_fd;
+}
+
+void sw_pool_wake_arm_after(int64_t delay_ns) {
+    atomic_store_explicit(&g_timer_delay_ns, delay_ns, memory_order_relaxed);
+    atomic_fetch_or_explicit(&g_armed, ARMED | ARMED_TIMER, memory_order_release);
+}
+
+// A forked child has no watchdog thread, and shares the timer with its parent: its enqueues must
+// neither set the parent's timer nor wake anyone.
+static void pool_wake_after_fork_in_child(void) { atomic_store(&g_armed, 0); }
+
+__attribute__((constructor)) static void register_pool_wake_fork_handler(void) {
+    pthread_atfork(NULL, NULL, pool_wake_after_fork_in_child);
 }
 
 uint32_t sw_pool_wake_generation(void) { return atomic_load_explicit(&g_generation, memory_order_acquire); }

@@ -26,8 +26,7 @@ final class LoopRest {
     static let maxLooksBeforeRest = 32
 
     private let logger: Logger
-    private var set: Int32?
-    private var unavailable = false
+    private var epollSet: Int32?
     private var resting: [(token: UInt64, fd: Int32, probe: PingProbe)] = []
     // This round's looked-at loops found asleep, and whether any other was not; kept between
     // rounds with their capacity (a round allocates nothing).
@@ -40,24 +39,37 @@ final class LoopRest {
     /// When the loops resting now are looked at again even without an event.
     private(set) var lateLookAt: MonotonicInstant?
 
+    /// Opens the watchdog's epoll set (its sleep, ``wait(seen:timeout:)``); where it cannot be
+    /// made, one log line says so and the watchdog sleeps on the pool's generation word instead.
     init(logger: Logger) {
         self.logger = logger
+        let fd = sw_loop_rest_open()
+        if fd >= 0 {
+            epollSet = fd
+        } else {
+            logger.info("event loops cannot rest and the pool's timer is not used; loops are looked at every period",
+                        metadata: ["error": "\(-fd)"])
+        }
     }
 
-    /// Whether some loops rest: the watchdog then sleeps in ``wait(seen:timeout:)``.
+    /// Whether the watchdog sleeps in its epoll set (``wait(seen:timeout:)``): then the pool's
+    /// enqueue may wake it through the pool timer, and loops may rest.
+    var hasSet: Bool { epollSet != nil }
+
+    /// Whether some loops rest.
     var isResting: Bool { !resting.isEmpty }
 
     /// Closes the set; no loop rests any more.
     func close() {
         endAll()
-        if let set { sw_loop_rest_close(set) }
-        set = nil
+        if let epollSet { sw_loop_rest_close(epollSet) }
+        epollSet = nil
     }
 
     /// Sleeps like `sw_pool_wake_wait`, and until a resting loop gets an event; the rests of the
     /// loops that got one are over, from `now` on (see ``PingProbe/endRest(wokenAt:)``).
     func wait(seen: UInt32, timeout: Duration) {
-        guard let set else { return }
+        guard let set = epollSet else { return }
         let count = fired.withUnsafeMutableBufferPointer {
             sw_loop_rest_wait(set, seen, timeout.clampedNanoseconds, $0.baseAddress, Int32($0.count))
         }
@@ -75,7 +87,7 @@ final class LoopRest {
     /// Ends every rest without an event (the late look, a change of loops, `stop()`): the loops
     /// are looked at to learn their state.
     func endAll() {
-        guard let set else { return }
+        guard let set = epollSet else { return }
         for entry in resting {
             _ = sw_loop_rest_disarm(set, entry.fd)
             entry.probe.endRest(wokenAt: nil)
@@ -109,7 +121,7 @@ final class LoopRest {
             return false
         }
         quietLooks += 1
-        guard quietLooks >= looksNeeded, let set = openSet() else { return false }
+        guard quietLooks >= looksNeeded, let set = epollSet else { return false }
         let restingBefore = resting.count
         var allArmed = true
         for (probe, fd) in candidates {
@@ -153,16 +165,4 @@ final class LoopRest {
         quietLooks = 0
     }
 
-    private func openSet() -> Int32? {
-        if let set { return set }
-        guard !unavailable else { return nil }
-        let fd = sw_loop_rest_open()
-        guard fd >= 0 else {
-            unavailable = true
-            logger.info("event loops cannot rest; they are looked at every period", metadata: ["error": "\(-fd)"])
-            return nil
-        }
-        set = fd
-        return fd
-    }
 }

@@ -3,14 +3,15 @@ import CSampler
 /// When the cooperative pool may go unscanned. The pool-job scans every 40 ms are most of an idle
 /// watchdog's cost (a wake-up each, about 60 µs of CPU on a VM), yet a pool whose workers all wait
 /// for work has no job to watch. So once a scan finds it so, the watchdog arms a hook on the
-/// runtime's global enqueue (`sw_pool_wake`) and stops scanning: the next enqueue wakes it and
-/// stamps its instant, every worker is known to have been outside any job until then, and the pool
-/// is scanned one scan period later, so a job that began with that enqueue is dated as closely as
-/// under scans every 40 ms. A late scan after ``DetectionSchedule/idlePoll`` catches work that
+/// runtime's global enqueue (`sw_pool_wake`) and stops scanning: the next enqueue stamps its
+/// instant, every worker is known to have been outside any job until then, and the pool is scanned
+/// one scan period later, so a job that began with that enqueue is dated as closely as under scans
+/// every 40 ms. The enqueue sets the pool timer to wake the watchdog for that scan (one wake-up per
+/// burst of work), or, for a watchdog without an epoll set (``LoopRest``), wakes it at once. A late scan after ``DetectionSchedule/idlePoll`` catches work that
 /// reached a worker without the global enqueue.
 ///
-/// The hook costs an enqueue one relaxed load while the pool is busy, and a clock read and a futex
-/// wake once per rest. A watchdog woken every few ms for pings or loop looks is not woken by the
+/// The hook costs an enqueue one relaxed load while the pool is busy, and a clock read and a timer
+/// (or futex) system call once per rest. A watchdog woken every few ms for pings or loop looks is not woken by the
 /// enqueue: it notices it in its next round, and scans the pool in the first round half a scan
 /// period after the enqueue. A pool given work every few ms would be woken more often than it is scanned, so each rest
 /// shorter than ``shortRest`` doubles the quiet scans the next one needs (up to
@@ -75,15 +76,21 @@ struct PoolRest {
 
     /// Before a scan: arms the hook when this scan, finding the pool quiet too, would begin a rest.
     /// `wake`: the enqueue must wake the watchdog; without, the watchdog wakes every few ms anyway
-    /// (pings and looks) and sees the enqueue in its next round.
-    mutating func prepareScan(now: MonotonicInstant, wake: Bool) {
+    /// (pings and looks) and sees the enqueue in its next round. `timerDelay`: the enqueue wakes
+    /// it through the pool timer that much later, when the scan is due (a watchdog that sleeps in
+    /// its epoll set, ``LoopRest``).
+    mutating func prepareScan(now: MonotonicInstant, wake: Bool, timerDelay: Duration? = nil) {
         guard hooked, armed == nil, quietScans + 1 >= scansNeeded else { return }
         guard sw_pool_wake_is_hooked() != 0 else {
             hooked = false
             return
         }
         armed = (sw_pool_wake_generation(), now)
-        sw_pool_wake_arm(wake ? 1 : 0)
+        if wake, let timerDelay {
+            sw_pool_wake_arm_after(timerDelay.clampedNanoseconds)
+        } else {
+            sw_pool_wake_arm(wake ? 1 : 0)
+        }
     }
 
     /// After a scan: whether it found every worker waiting for work.

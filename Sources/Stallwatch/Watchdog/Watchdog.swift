@@ -217,7 +217,7 @@ public final class Watchdog: Sendable {
             let now = MonotonicClock.now()
             if next > now {
                 let wait = next - now
-                if engine.loopRest.isResting {
+                if engine.loopRest.hasSet {
                     engine.loopRest.wait(seen: seen, timeout: wait)
                 } else {
                     sw_pool_wake_wait(seen, wait.clampedNanoseconds)

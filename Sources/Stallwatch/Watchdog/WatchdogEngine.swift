@@ -221,7 +221,10 @@ final class WatchdogEngine {
             poolIsFree = poolRest.isFree(at: now)
             // A pool looked at in place of its ping is looked at through a scan of this round.
             if nextPoolScan.map({ now >= $0 }) ?? true || (!poolIsFree && (poolWatcher.anyInJob || (pingDue && poolIsLookedAt))) {
-                poolRest.prepareScan(now: now, wake: !pingsEveryRound)
+                // A watchdog asleep in its epoll set is woken by the pool timer once, when the
+                // scan is due, rather than at the enqueue and again for the scan.
+                poolRest.prepareScan(now: now, wake: !pingsEveryRound,
+                                     timerDelay: loopRest.hasSet ? schedule.poolScanPeriod : nil)
                 if poolWatcher.scan(now: now, maySignal: maySignal) { syncMonitors() }
                 poolRest.scanned(quiet: poolWatcher.lastScanFoundQuiet, now: now)
                 poolIsFree = poolRest.isResting
