@@ -7,12 +7,6 @@ import StallwatchNIO
 import Synchronization
 import Testing
 
-private func monotonicNanoseconds() -> Int64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
-}
-
 /// The watchdog thread's wake-ups so far (its schedstat timeslices).
 private func watchdogWakeups() throws -> Int {
     let task = "/proc/self/task"
@@ -31,7 +25,7 @@ private final class SlowReadHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
     let starts = Mutex<[Int64]>([])
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        starts.withLock { $0.append(monotonicNanoseconds()) }
+        starts.withLock { $0.append(monotonicNanosecondsNow()) }
         usleep(500_000)
     }
 }
@@ -64,35 +58,18 @@ struct LoopRestTests {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1, metricsDelegate: ticks)
         defer { try? group.syncShutdownGracefully() }
         let threshold = Duration.milliseconds(300)
-        let detected = Mutex<[Int64]>([])
-        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: threshold, watchPoolJobs: false),
-                                    metrics: nil) { event in
-            if event.kind == .stall {
-                let at = monotonicNanoseconds()
-                detected.withLock { $0.append(at) }
-            }
-        }
-        watchdog.monitor(eventLoopGroup: group, ticks: ticks)
-        try watchdog.start()
+        let (watchdog, detected) = try stallTimingWatchdog(group: group, ticks: ticks, threshold: threshold)
         defer { watchdog.stop() }
         let handler = SlowReadHandler()
-        let server = try ServerBootstrap(group: group)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
-            }
-            .bind(host: "127.0.0.1", port: 0).wait()
-        defer { try? server.close().wait() }
-        let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        defer { try? clientGroup.syncShutdownGracefully() }
-        let client = try ClientBootstrap(group: clientGroup).connect(to: try #require(server.localAddress)).wait()
-        defer { try? client.close().wait() }
+        let connection = try LoopbackConnection(group: group, handler: handler)
+        defer { connection.close() }
 
         let loop = group.next()
         let starts = Mutex<[Int64]>([])
         // A task the loop's own timer runs 1.5 s from now: the loop sleeps until its timerfd fires.
         loop.execute {
             loop.scheduleTask(in: .milliseconds(1_500)) {
-                starts.withLock { $0.append(monotonicNanoseconds()) }
+                starts.withLock { $0.append(monotonicNanosecondsNow()) }
                 usleep(600_000)
             }
         }
@@ -107,14 +84,14 @@ struct LoopRestTests {
         usleep(1_200_000)   // the timer's stall: 1.5 s to 2.1 s
         try idleWakesBeforeWork()
         loop.execute {
-            starts.withLock { $0.append(monotonicNanoseconds()) }
+            starts.withLock { $0.append(monotonicNanosecondsNow()) }
             usleep(600_000)
         }
         usleep(700_000)
         try idleWakesBeforeWork()
-        try client.writeAndFlush(ByteBuffer(string: "x")).wait()
+        try connection.client.writeAndFlush(ByteBuffer(string: "x")).wait()
         usleep(700_000)
-        let found = detected.withLock { $0 }
+        let found = detected.all
         let began = starts.withLock { $0 } + handler.starts.withLock { $0 }
         // Asleep before each: at most the late look (every 270 ms) in the half second measured.
         for wakes in idleWakes { #expect(wakes <= 3, "\(wakes) watchdog wake-ups in 0.5 s before work: it did not rest") }

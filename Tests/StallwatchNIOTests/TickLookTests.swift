@@ -7,12 +7,6 @@ import StallwatchNIO
 import Synchronization
 import Testing
 
-private func mono() -> Int64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
-}
-
 /// Counts the ticks of every loop of a group (the delegate `EventLoopTickTimer` forwards to).
 final class TickCounter: NIOEventLoopMetricsDelegate, Sendable {
     let count = Atomic<Int>(0)
@@ -57,32 +51,23 @@ struct TickLookTests {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1, metricsDelegate: ticks)
         defer { try? group.syncShutdownGracefully() }
         let threshold = Duration.milliseconds(300)
-        let detected = Mutex<[Int64]>([])
-        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: threshold, watchPoolJobs: false),
-                                    metrics: nil) { event in
-            if event.kind == .stall {
-                let at = mono()
-                detected.withLock { $0.append(at) }
-            }
-        }
-        watchdog.monitor(eventLoopGroup: group, ticks: ticks)
-        try watchdog.start()
+        let (watchdog, detected) = try stallTimingWatchdog(group: group, ticks: ticks, threshold: threshold)
         defer { watchdog.stop() }
         usleep(300_000)
         let loop = group.next()
         let starts = Mutex<[Int64]>([])
         loop.execute {
-            starts.withLock { $0.append(mono()) }
+            starts.withLock { $0.append(monotonicNanosecondsNow()) }
             usleep(600_000)
         }
         usleep(900_000)
         loop.execute {
-            let begin = mono()
+            let begin = monotonicNanosecondsNow()
             starts.withLock { $0.append(begin) }
-            while mono() - begin < 600_000_000 {}
+            while monotonicNanosecondsNow() - begin < 600_000_000 {}
         }
         usleep(900_000)
-        let found = detected.withLock { $0 }
+        let found = detected.all
         let began = starts.withLock { $0 }
         #expect(found.count == 2, "\(found.count) stall events")
         for (at, start) in zip(found, began) {

@@ -123,18 +123,10 @@ extension TickTimerTests {
         watchdog.monitor(eventLoopGroup: group, ticks: ticks)
         try watchdog.start()
         let handler = BlockingReadHandler()
-        let server = try ServerBootstrap(group: group)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
-            }
-            .bind(host: "127.0.0.1", port: 0).wait()
-        defer { try? server.close().wait() }
-        let clientGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        defer { try? clientGroup.syncShutdownGracefully() }
-        let client = try ClientBootstrap(group: clientGroup).connect(to: try #require(server.localAddress)).wait()
-        defer { try? client.close().wait() }
+        let connection = try LoopbackConnection(group: group, handler: handler)
+        defer { connection.close() }
         usleep(200_000)
-        try client.writeAndFlush(ByteBuffer(string: "x")).wait()
+        try connection.client.writeAndFlush(ByteBuffer(string: "x")).wait()
         usleep(900_000)
         watchdog.stop()
         let stored = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".json") }
