@@ -105,8 +105,11 @@ struct LoopRestTests {
         for (at, start) in zip(found.sorted(), began.sorted()) {
             // Woken by the loop's own event: seen at once, dated from it. Without that wake only the
             // late look (every 270 ms) would see it, up to 270 ms after start + threshold.
+            // Under the sanitizers (CI's second run) every round is several times slower: there
+            // the wake path is run for memory errors, and its timing is checked by the plain run.
+            let bound: Int64 = ProcessInfo.processInfo.environment["ASAN_OPTIONS"] == nil ? 80_000_000 : 250_000_000
             let late = at - start - threshold.clampedNanoseconds
-            #expect(late >= -25_000_000 && late <= 80_000_000, "reported \(late / 1_000_000) ms after start + threshold")
+            #expect(late >= -25_000_000 && late <= bound, "reported \(late / 1_000_000) ms after start + threshold")
         }
     }
 
