@@ -33,6 +33,7 @@ final class LoopRest {
     private var candidates: [(probe: PingProbe, fd: Int32)] = []
     private var othersAwake = false
     private var fired = [UInt64](repeating: 0, count: 8)
+    private var armFailureLogged = false
     private var restBegan: MonotonicInstant?
     private var quietLooks = 0
     private var looksNeeded = 1
@@ -73,6 +74,14 @@ final class LoopRest {
         let count = fired.withUnsafeMutableBufferPointer {
             sw_loop_rest_wait(set, seen, timeout.clampedNanoseconds, $0.baseAddress, Int32($0.count))
         }
+        guard count >= 0 else {
+            // An epoll set that cannot be waited on would return at once, every round: say why,
+            // and sleep on the generation word from now on (no loop rests, the pool wakes at once).
+            logger.error("the watchdog's epoll set failed; event loops are looked at every period again",
+                         metadata: ["error": "\(-count)"])
+            close()
+            return
+        }
         guard count > 0 else { return }
         let now = MonotonicClock.now()
         for token in fired.prefix(Int(count)) {
@@ -89,6 +98,7 @@ final class LoopRest {
     func endAll() {
         guard let set = epollSet else { return }
         for entry in resting {
+            // ENOENT or EBADF only when the loop closed its descriptor: nothing left to undo.
             _ = sw_loop_rest_disarm(set, entry.fd)
             entry.probe.endRest(wokenAt: nil)
         }
@@ -128,8 +138,11 @@ final class LoopRest {
             let token = UInt64(UInt(bitPattern: ObjectIdentifier(probe)))
             let rc = sw_loop_rest_arm(set, fd, token)
             guard rc == 0 else {
-                logger.debug("a loop cannot rest; it is looked at every period",
-                             metadata: ["loop": "\(probe.name)", "descriptor": "\(fd)", "error": "\(-rc)"])
+                if !armFailureLogged {
+                    armFailureLogged = true
+                    logger.notice("an event loop cannot rest; it is looked at every period",
+                                  metadata: ["loop": "\(probe.name)", "descriptor": "\(fd)", "error": "\(-rc)"])
+                }
                 allArmed = false
                 break
             }

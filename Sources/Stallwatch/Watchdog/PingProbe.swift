@@ -117,7 +117,7 @@ public final class PingProbe: Sendable {
         }
         let look = watcher.look(atPoolNamed: workerName)
         if look.free {
-            poolAtRest()  // free now, as at rest: counted as a look
+            freeAtRest()
             return
         }
         counters.busy.add(1, ordering: .relaxed)
@@ -125,9 +125,9 @@ public final class PingProbe: Sendable {
         pingIfIdle()
     }
 
-    /// The pool is free now: a look found a worker waiting for work, or the pool rests
-    /// (``PoolRest``: every worker waits for work and none was given since).
-    func poolAtRest() {
+    /// Free now without a look: the pool's look found a worker waiting for work, or it rests
+    /// (``PoolRest``), or a loop rests in `epoll_wait` (``LoopRest``). Counted as a look.
+    func freeAtRest() {
         guard postedAt.load(ordering: .acquiring) == 0 else { return }
         counters.looks.add(1, ordering: .relaxed)
         freeAt.store(MonotonicClock.nowNanoseconds(), ordering: .relaxed)
@@ -271,13 +271,6 @@ public final class PingProbe: Sendable {
     func endRest(wokenAt: UInt64?) {
         resting.store(false, ordering: .relaxed)
         if let wokenAt { freeAt.store(wokenAt, ordering: .relaxed) }
-    }
-
-    /// A round while the loop rests: free now, as a look that found it asleep would say.
-    func loopAtRest() {
-        guard postedAt.load(ordering: .acquiring) == 0 else { return }
-        counters.looks.add(1, ordering: .relaxed)
-        freeAt.store(MonotonicClock.nowNanoseconds(), ordering: .relaxed)
     }
 
     /// What looks at this loop have cost and found (for benchmarks).

@@ -259,10 +259,10 @@ final class WatchdogEngine {
                 if p.watchesCooperativePool && poolIsFree {
                     // Every worker waits for work and the pool was given none: free, with no
                     // ping and no look due until an enqueue ends the rest.
-                    p.poolAtRest()
+                    p.freeAtRest()
                 } else if p.isResting {
                     // Asleep in epoll_wait, its descriptor watched: free until it gets an event.
-                    p.loopAtRest()
+                    p.freeAtRest()
                 } else {
                     anyPing = true
                     // The pool's own ping stops while the pool rests: only other loops' keep the
