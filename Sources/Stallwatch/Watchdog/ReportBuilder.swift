@@ -160,7 +160,8 @@ struct ReportBuilder {
     /// What one stall report says beyond its samples.
     struct StallFacts {
         var loopName: String
-        var thread: ThreadID
+        /// `nil` for a pinged loop whose thread is not known yet: no ping had run on it.
+        var thread: ThreadID?
         var start: MonotonicInstant
         var elapsed: Duration
         var cause: StallCause
@@ -174,21 +175,21 @@ struct ReportBuilder {
 
     /// The first version of a stall episode's report.
     func stallReport(id: String, _ f: StallFacts, samples: some Collection<CapturedStack>) -> StallReport {
-        let identity = identity(f.thread, name: f.evidence?.info?.name)
+        let known = f.thread.map { identity($0, name: f.evidence?.info?.name) }
         let e = f.evidence?.evidence
         var report = StallReport(
             kind: .stall,
             id: id,
             cause: f.cause,
             loopName: f.loopName,
-            thread: identity,
+            thread: known,
             startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: f.start),
             duration: f.elapsed,
             durationIsFinal: false,
-            otherThreads: f.round.otherThreads?.filter { $0.thread.id != f.thread.rawValue },
+            otherThreads: f.round.otherThreads?.filter { $0.thread.id != f.thread?.rawValue },
             threadCount: f.round.threadCount,
-            threadCPU: e.map { e in
-                [ThreadCPUUsage(thread: identity, cpuPercent: e.wallDelta > .zero ? e.cpuTimeDelta / e.wallDelta * 100 : 0)]
+            threadCPU: e.flatMap { e in
+                known.map { [ThreadCPUUsage(thread: $0, cpuPercent: e.wallDelta > .zero ? e.cpuTimeDelta / e.wallDelta * 100 : 0)] }
             } ?? [],
             process: f.round.process.map { ProcessFacts(cpuPercent: f.processCPUPercent, residentBytes: $0.residentBytes,
                                                         cores: OnlineCPUs.count) },

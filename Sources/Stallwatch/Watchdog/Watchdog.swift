@@ -117,17 +117,25 @@ public final class Watchdog: Sendable {
     /// Starts monitoring a heartbeat probe.
     public func monitor(_ probe: HeartbeatProbe) { add(.heartbeat(probe)) }
 
-    /// Starts monitoring a ping probe.
-    public func monitor(_ probe: PingProbe) { add(.ping(probe)) }
+    /// Starts monitoring a ping probe. Its first ping is posted at once: the ping that runs tells
+    /// which thread serves the loop, and a loop stalled before any ping ran on it is reported
+    /// without a thread, stack or cause (a service that begins serving right after this call would
+    /// otherwise race the watchdog's first round).
+    public func monitor(_ probe: PingProbe) {
+        if add(.ping(probe)) { probe.pingIfIdle() }
+    }
 
-    private func add(_ source: LoopSource) {
-        sources.withLock { s in
-            if !s.list.contains(where: { $0.identity == source.identity }) {
-                s.list.append(source)
-                s.version += 1
-            }
+    /// Returns whether `source` was not monitored yet.
+    @discardableResult
+    private func add(_ source: LoopSource) -> Bool {
+        let added = sources.withLock { s in
+            guard !s.list.contains(where: { $0.identity == source.identity }) else { return false }
+            s.list.append(source)
+            s.version += 1
+            return true
         }
         sw_pool_wake_all()
+        return added
     }
 
     /// Stops monitoring a probe (of either kind).

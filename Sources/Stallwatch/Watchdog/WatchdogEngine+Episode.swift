@@ -201,9 +201,11 @@ extension WatchdogEngine {
             update(m, existing, start: start, elapsed: elapsed)
             return
         }
-        guard let thread = loopThread else { return }
+        // A pinged loop stalled before any ping ran on it (right after it was monitored) has no
+        // known thread: still reported, with what is known (its loop, start and duration).
+        let thread = loopThread
         var captureFailure: String?
-        if m.samples.isEmpty {
+        if m.samples.isEmpty, let thread {
             // A stall already over has nothing left to capture: the thread runs other work now.
             captureFailure = seenLate == nil ? captureOnce(m, thread: thread, stamp: stamp) : "the stall had ended"
         }
@@ -235,10 +237,10 @@ extension WatchdogEngine {
             return
         }
         var cause = cause(of: m) ?? StallCause(
-            kind: .unknown, evidence: "the thread's state could not be read while the stall lasted")
+            kind: .unknown, evidence: thread == nil ? Self.unknownThread : "the thread's state could not be read while the stall lasted")
         if let seenLate {
             cause.evidence += "; seen only after it ended, \(seenLate) past its threshold: the watchdog ran late"
-        } else if sampleCount == 0 {
+        } else if sampleCount == 0, thread != nil {
             cause.evidence += "; no stack yet (\(captureFailure ?? "no sample")): the final report holds the samples taken later"
         }
         let facts = roundFacts(now: now)
@@ -294,6 +296,9 @@ extension WatchdogEngine {
         }
         return StackSignature(rootFirst: scratch.path)
     }
+
+    /// Why a stall has no stack and no cause when its loop's thread is not known.
+    static let unknownThread = "the loop's thread is not known: no ping had run on it since it was monitored"
 
     /// One capture of a stalled thread with no sample yet (runnable but not running, or not yet
     /// sampled), kept only if the stall still runs. Bounded per round: a starved thread may not get
