@@ -30,13 +30,16 @@ let package = Package(
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ]
         ),
-        // `bench server`'s "off" side: the same routes (symlinked sources), no watchdog.
+        // `bench server`'s "off" side: the same routes (symlinked sources), the same tracing
+        // middleware and metrics backend, and nothing of Stallwatch's running.
         .executableTarget(
             name: "HummingbirdServerBare",
             dependencies: [
                 .product(name: "Stallwatch", package: "Stallwatch"),
                 .product(name: "BlockingWork", package: "BlockingWork"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
     ],

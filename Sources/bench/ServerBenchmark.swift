@@ -10,7 +10,9 @@ struct ServerBenchmark: ParsableCommand {
         abstract: "A real server under load: Examples/HummingbirdServer under wrk, watchdog on and off in alternating rounds.",
         discussion: """
         Each round starts the example twice — with Stallwatch (its defaults, threshold
-        STALLWATCH_THRESHOLD_MS = --threshold) and as its twin HummingbirdServerBare (same routes, no watchdog) —
+        STALLWATCH_THRESHOLD_MS = --threshold) and as its twin HummingbirdServerBare (the same routes,
+        tracing middleware and metrics backend; no watchdog, pool hook, tick delegate or request
+        attribution) —
         in an order that alternates every round; each run is warmed up with wrk for --warmup s,
         then measured with `wrk --latency -t --threads -c --connections -d --seconds` on
         127.0.0.1, GET /. Client and server share this machine's CPUs.
@@ -18,8 +20,9 @@ struct ServerBenchmark: ParsableCommand {
         Direct measures, beside req/s and p99: the watchdog thread's CPU (its schedstat, read from
         /proc), the server's CPU per request, the sampler's signal captures (GET /stallwatch/stats),
         and the stall events the server printed (none expected: every request is short). The
-        watchdog's cost is the direct measure; the A/B throughput difference is printed with its
-        spread and called noise when it is inside it.
+        watchdog's cost is the direct measure; the A/B differences (req/s, and the server's CPU per
+        request: what Stallwatch adds to each request, watchdog thread included) are printed with
+        their spread and called noise when inside it.
 
         Build the example first: swift build -c release --package-path Examples/HummingbirdServer
         (scripts/bench-server.sh does everything). Default run: about 100 s.
@@ -222,11 +225,12 @@ struct ServerSummary: Codable {
                         + "\(list.map(\.stallEvents).reduce(0, +))")
         }
         // Paired by round: the two runs of a round are closest in time, so drift hits both alike.
-        var throughput: [Double] = [], p99: [Double] = []
+        var throughput: [Double] = [], p99: [Double] = [], cpuPerRequest: [Double] = []
         for round in Set(runs.map(\.round)).sorted() {
             guard let a = on.first(where: { $0.round == round }), let b = off.first(where: { $0.round == round }) else { continue }
             throughput.append((a.wrk.requestsPerSecond / b.wrk.requestsPerSecond - 1) * 100)
             p99.append((a.wrk.latencyP99Milliseconds / b.wrk.latencyP99Milliseconds - 1) * 100)
+            cpuPerRequest.append(a.serverCPUMicrosecondsPerRequest - b.serverCPUMicrosecondsPerRequest)
         }
         let dt = Spread(throughput), dp = Spread(p99)
         // The noise: how far apart runs of the same mode land (the wider of the two modes).
@@ -236,6 +240,11 @@ struct ServerSummary: Codable {
         }.max() ?? .nan
         Swift.print("")
         Swift.print("A/B, on vs off in the same round: req/s \(s(dt, 1)) %, p99 \(s(dp, 1)) %; runs of the same mode spread up to \(f(noise, 1)) % in req/s")
+        let dc = Spread(cpuPerRequest)
+        let offCPU = Spread(off.map(\.serverCPUMicrosecondsPerRequest))
+        let cpuNoise = max(offCPU.width, Spread(on.map(\.serverCPUMicrosecondsPerRequest)).width)
+        Swift.print("A/B, server CPU per request, on minus off in the same round: \(s(dc, 2)) µs (off: \(s(offCPU, 1)) µs; "
+                    + "runs of the same mode spread up to \(f(cpuNoise, 1)) µs)")
         let straddles = dt.min <= 0 && dt.max >= 0
         if throughput.count < 3 {
             Swift.print("noise: \(throughput.count) round(s) cannot tell an effect from noise (use --rounds 4 or more); the direct measure is the watchdog thread's CPU above")
