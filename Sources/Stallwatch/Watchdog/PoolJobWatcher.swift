@@ -56,6 +56,9 @@ final class PoolJobWatcher {
         /// and the newest such scan.
         var awaySince: MonotonicInstant?
         var awaySeenAt: MonotonicInstant?
+        /// The last signal sent because no scan had concluded anything of the running thread for
+        /// ``inconclusiveSignalAfter``.
+        var inconclusiveSignalAt: MonotonicInstant?
         /// Where this worker waits outside any job (for work, or for a timer): the same syscall,
         /// SP, PC and first argument every time, and no job ever waits at that very SP and PC.
         /// Known, so an idle worker costs one /proc read per scan, not a stack scan.
@@ -108,10 +111,19 @@ final class PoolJobWatcher {
     private var tids: [ThreadID] = []
     private let taskDirectory = TaskDirectory()
 
-    init(sampler: StackSampler, symbolizer: Symbolizer) {
+    /// How long a running thread may go with no scan concluding anything of it (in which job it
+    /// is, or that it is in none) before a scan that finds it running signals it whatever its CPU
+    /// share. A job that alternates short bursts on the CPU with blocking calls (an fsync storm:
+    /// 40 % CPU, its blocked stacks often caught mid-change) was otherwise identified late or never:
+    /// a 600 ms one at a 500 ms threshold went unreported (2 of 10 in the stall matrix). At most one
+    /// such signal per this period and thread, so a worker running many short jobs costs little more.
+    let inconclusiveSignalAfter: Duration
+
+    init(sampler: StackSampler, symbolizer: Symbolizer, inconclusiveSignalAfter: Duration = .milliseconds(500)) {
         self.sampler = sampler
         self.symbolizer = symbolizer
         self.frames = SwiftJobFrames()
+        self.inconclusiveSignalAfter = inconclusiveSignalAfter
     }
 
     /// Whether the concurrency runtime's job runner was found (without it nothing is watched).
@@ -272,9 +284,13 @@ final class PoolJobWatcher {
             thread.blockedAt = nil
             let cpuNow = try? ThreadCPUClock(tid).elapsed()
             defer { thread.cpu = cpuNow.map { ($0, now) } }
-            if let cpuNow, let before = thread.cpu, now > before.at,
-               (cpuNow - before.time) / (now - before.at) >= 0.5, maySignal() {
-                // Busy on the CPU for most of the interval: worth a signal to see which job.
+            let busy = cpuNow.flatMap { cpuNow in
+                thread.cpu.map { before in now > before.at && (cpuNow - before.time) / (now - before.at) >= 0.5 }
+            } ?? false
+            if busy || isInconclusiveTooLong(thread, now: now), maySignal() {
+                // Busy on the CPU for most of the interval, or away too long with nothing
+                // concluded: worth a signal to see which job.
+                if !busy { thread.inconclusiveSignalAt = now }
                 let stack = try? sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(20))
                 if let stack { confirmWorker(thread, by: stack) }
                 job = stack.flatMap { identify($0, frames, thread: thread, running: true) }
@@ -290,6 +306,7 @@ final class PoolJobWatcher {
         let awaySince = thread.awaySince, awaySeenAt = thread.awaySeenAt
         if case .some(.none) = job {
             thread.awaySince = nil
+            thread.inconclusiveSignalAt = nil
         } else {
             if thread.awaySince == nil { thread.awaySince = now }
             thread.awaySeenAt = now
@@ -301,7 +318,11 @@ final class PoolJobWatcher {
                 // The same job, its stack walked now: it keeps the start it was first seen with.
             } else if !seen.isSame(as: thread.job) {
                 var start = Self.start(after: previous, now: now, demandSince: demandSince, runningNow: call.nr == -2)
-                if call.nr != -2, thread.job == nil, let previous, let away = awaySince, away > previous.at, away < now {
+                // A job first seen after scans that saw the thread away but concluded nothing began
+                // before the first of them: blocked, the demand says nothing; running, it says too
+                // little when the job also blocks (its wall time is more than its demand).
+                if thread.job == nil, let previous, let away = awaySince, away > previous.at, away < now,
+                   call.nr != -2 || start > away {
                     start = previous.at + (away - previous.at) / 2
                 }
                 thread.probe.markBusy(since: start, thread: tid)
@@ -312,13 +333,22 @@ final class PoolJobWatcher {
             }
         } else if thread.job != nil {
             var end = Self.end(after: previous, now: now, demandSince: demandSince)
-            if let previous, !previous.running, let seen = awaySeenAt, seen > previous.at, seen < now {
-                end = seen + (now - seen) / 2
+            // Scans that saw the thread away since, concluding nothing, saw the job still running:
+            // it ended after the last of them (a job that also blocks ran past its demand).
+            if let previous, let seen = awaySeenAt, seen > previous.at, seen < now {
+                end = max(end, seen + (now - seen) / 2)
             }
             thread.probe.markIdle(since: end)
         }
         thread.job = job
         return job == nil && thread.idleForWork
+    }
+
+    /// Whether no scan has concluded anything of `thread` for ``inconclusiveSignalAfter`` (since
+    /// the last conclusive scan, and since the last signal this sent it).
+    private func isInconclusiveTooLong(_ thread: PoolThread, now: MonotonicInstant) -> Bool {
+        guard let last = thread.last?.at else { return false }
+        return now - max(last, thread.inconclusiveSignalAt ?? last) >= inconclusiveSignalAfter
     }
 
     /// When a job first seen now began: `demandSince` before now if the thread is running (it

@@ -103,7 +103,8 @@ final class WatchdogEngine {
         self.sampling = (configuration.sampleInterval, .configured)
         self.schedule = DetectionSchedule(configuration: configuration)
         if configuration.watchPoolJobs {
-            let watcher = PoolJobWatcher(sampler: sampler, symbolizer: .shared)
+            let watcher = PoolJobWatcher(sampler: sampler, symbolizer: .shared,
+                                         inconclusiveSignalAfter: configuration.threshold / 5)
             if watcher.isAvailable {
                 poolWatcher = watcher
                 let hook = sw_pool_wake_install()
