@@ -107,7 +107,7 @@ struct PerfSamplingTests {
         // Most, not all: a full run once had 35 of 44 (the rest ended inside SQLite's frames; the
         // driver is off by default). The kernel's chain alone reaches none (0 of 17), which fails here.
         #expect(reached.count * 3 >= inLibrary.count * 2,
-                "\(reached.count) of \(inLibrary.count) samples in libsqlite3 reach the Swift caller; walk ends \(inLibrary.map { "\($0.walkEnd)" })")
+                "\(reached.count) of \(inLibrary.count) samples in libsqlite3 reach the Swift caller; walk ends \(inLibrary.map { $0.walkEnd.map { "\($0)" } ?? "none" })")
         #expect(inLibrary.contains { $0.tableFrames > 0 }, "no frame came from the unwind tables")
     }
 

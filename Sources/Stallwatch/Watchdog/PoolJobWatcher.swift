@@ -38,10 +38,18 @@ final class PoolJobWatcher {
         let files: TaskFiles
         /// Its name (`oot.default-qos`): which root queue, so which priority's pool, it serves.
         let name: String
-        init(_ tid: ThreadID, name: String) {
+        /// `bornAfter`: an instant the thread did not exist yet, if known.
+        init(_ tid: ThreadID, name: String, at now: MonotonicInstant, bornAfter: MonotonicInstant?) {
             files = TaskFiles(tid)
             self.name = name
+            firstSeenAt = now
+            // Born since: outside any job then, with no demand yet. A job found on a worker
+            // started for it (the pool grows when a request comes) is dated from that, as on any
+            // other worker, and a scan that concludes nothing of it counts from its first listing.
+            if let bornAfter { last = (bornAfter, 0, false) }
         }
+        /// The scan that first listed the thread as a worker.
+        let firstSeenAt: MonotonicInstant
         /// The last scan that listed the thread (one that did not has seen it exit).
         var seen = 0
         /// Whether its first whole stack ran through libdispatch (see `confirmWorker`); `nil` until
@@ -107,6 +115,8 @@ final class PoolJobWatcher {
     private var others: [ThreadID: (retry: Int, wait: Int, seen: Int)] = [:]
     static let otherRetryLimit = 1024
     private var scans = 0
+    /// When the last rest of the pool ended (``rested(until:)``).
+    private var restedUntil: MonotonicInstant?
     /// The thread listing, its storage reused from scan to scan, and /proc/self/task kept open for it.
     private var tids: [ThreadID] = []
     private let taskDirectory = TaskDirectory()
@@ -152,6 +162,7 @@ final class PoolJobWatcher {
     /// The pool rested (``PoolRest``) until `instant`: every worker the last scan found outside any
     /// job stayed there until then, as if a scan had seen it then, so a job first seen next began after.
     func rested(until instant: MonotonicInstant) {
+        restedUntil = instant
         for thread in threads.values where thread.job == nil {
             if let last = thread.last, last.at < instant { thread.last = (instant, last.demand, false) }
         }
@@ -167,6 +178,7 @@ final class PoolJobWatcher {
         guard let frames, (try? ThreadList.current(into: &tids, directory: taskDirectory.descriptor)) != nil else { return false }
         var quiet = true
         scans += 1
+        let previousScan = lastScan
         lastScan = now
         var changed = false
         let own = ThreadID.current
@@ -188,8 +200,11 @@ final class PoolJobWatcher {
                     others[tid] = (retry: scans + wait, wait: wait, seen: scans)
                     continue
                 }
+                // A thread listed before as another one (not yet named a worker) was not born
+                // since the previous scan. One born since a rest began was born after it ended.
+                let bornAfter = others[tid] != nil ? nil : [previousScan, restedUntil].compactMap { $0 }.max()
                 others[tid] = nil
-                thread = PoolThread(tid, name: name)
+                thread = PoolThread(tid, name: name, at: now, bornAfter: bornAfter)
                 threads[tid] = thread
                 changed = true
                 quiet = false
@@ -347,7 +362,7 @@ final class PoolJobWatcher {
     /// Whether no scan has concluded anything of `thread` for ``inconclusiveSignalAfter`` (since
     /// the last conclusive scan, and since the last signal this sent it).
     private func isInconclusiveTooLong(_ thread: PoolThread, now: MonotonicInstant) -> Bool {
-        guard let last = thread.last?.at else { return false }
+        let last = thread.last?.at ?? thread.firstSeenAt
         return now - max(last, thread.inconclusiveSignalAt ?? last) >= inconclusiveSignalAfter
     }
 
