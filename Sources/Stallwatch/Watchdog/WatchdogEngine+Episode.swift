@@ -194,7 +194,7 @@ extension WatchdogEngine {
 
     /// The first report of an episode, or an update of it (same id) when its blamed path changed.
     /// `seenLate`: for a stall first seen after it ended, how long after its threshold that was.
-    private func report(_ m: LoopMonitor, thread loopThread: ThreadID?, stamp: MonotonicInstant?,
+    private func report(_ m: LoopMonitor, thread: ThreadID?, stamp: MonotonicInstant?,
                         start: MonotonicInstant, elapsed: Duration, now: MonotonicInstant,
                         seenLate: Duration? = nil) {
         if let existing = m.detector.episode?.report {
@@ -203,7 +203,6 @@ extension WatchdogEngine {
         }
         // A pinged loop stalled before any ping ran on it (right after it was monitored) has no
         // known thread: still reported, with what is known (its loop, start and duration).
-        let thread = loopThread
         var captureFailure: String?
         if m.samples.isEmpty, let thread {
             // A stall already over has nothing left to capture: the thread runs other work now.
