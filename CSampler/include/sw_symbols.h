@@ -23,6 +23,13 @@ int sw_symbol_lookup(uint64_t address, sw_symbol_info_t *out);
 /// Returns 1 when found with a known size, 0 otherwise. Not async-signal-safe (dlsym, dladdr1 lock).
 int sw_symbol_range(const char *name, uint64_t *start, uint64_t *size);
 
+/// The start of the function holding `pc`, from its object's unwind table (.eh_frame_hdr and the
+/// FDE covering pc), as the loader mapped it: no file is read and no symbol table loaded, so the
+/// watchdog can tell functions apart in a 100 MB binary whose symbols it has not read yet.
+/// Returns 1 and sets *start, or 0 when no loaded object or no FDE covers `pc`. Fault-safe reads
+/// (an object dlclosed meanwhile ends the lookup); not for handlers (system calls).
+int sw_function_start(uint64_t pc, uint64_t *start);
+
 /// The main program's entry point as loaded (AT_ENTRY), 0 when the kernel did not say: an address
 /// inside the executable, to find its module without knowing its path.
 uint64_t sw_main_entry(void);

@@ -14,6 +14,7 @@
 #endif
 #include "sw_unwind_table.h"
 #include "sw_internal.h"
+#include "sw_symbols.h"
 
 #include <dlfcn.h>
 #include <stddef.h>
@@ -393,23 +394,58 @@ static int rules_at(const uint8_t *fde, uint64_t fde_addr, const uint8_t *cie_by
 // handler's stack.
 #define SW_CFI_FDE_COPY 1024
 #define SW_CFI_CIE_COPY 256
-__attribute__((noinline)) static int rules_guarded(uint64_t fde_addr, uint64_t pc, rules_t *r) {
-    uint8_t fde[SW_CFI_FDE_COPY], cie[SW_CFI_CIE_COPY];
+// Copies the FDE at `fde_addr` and its CIE by fault-safe reads; *cie_addr is where the CIE is.
+static int copy_fde_guarded(uint64_t fde_addr, uint8_t fde[SW_CFI_FDE_COPY], uint8_t cie[SW_CFI_CIE_COPY],
+                            uint64_t *cie_addr) {
     uint32_t len32, cie_ptr, cie_len;
     // Each record's length first, then exactly its bytes: process_vm_readv never splits one
     // buffer, so a read past the end of .eh_frame's mapping would fail whole (seen under ASan:
     // the function's FDE sat within a buffer's length of the segment's end).
     if (!read_guarded(&len32, fde_addr, 4)) return SW_CFI_NO_INFO;
     if (len32 == 0) return SW_CFI_NO_INFO;
-    if (len32 < 4 || len32 > sizeof fde - 4) return SW_CFI_UNSUPPORTED;
+    if (len32 < 4 || len32 > SW_CFI_FDE_COPY - 4) return SW_CFI_UNSUPPORTED;
     if (!read_guarded(fde, fde_addr, 4 + (size_t)len32)) return SW_CFI_NO_INFO;
     memcpy(&cie_ptr, fde + 4, 4);
     if (cie_ptr == 0) return SW_CFI_NO_INFO;
-    uint64_t cie_addr = fde_addr + 4 - cie_ptr;
-    if (!read_guarded(&cie_len, cie_addr, 4)) return SW_CFI_NO_INFO;
-    if (cie_len < 4 || cie_len > sizeof cie - 4) return SW_CFI_UNSUPPORTED;
-    if (!read_guarded(cie, cie_addr, 4 + (size_t)cie_len)) return SW_CFI_NO_INFO;
+    *cie_addr = fde_addr + 4 - cie_ptr;
+    if (!read_guarded(&cie_len, *cie_addr, 4)) return SW_CFI_NO_INFO;
+    if (cie_len < 4 || cie_len > SW_CFI_CIE_COPY - 4) return SW_CFI_UNSUPPORTED;
+    if (!read_guarded(cie, *cie_addr, 4 + (size_t)cie_len)) return SW_CFI_NO_INFO;
+    return SW_CFI_OK;
+}
+
+__attribute__((noinline)) static int rules_guarded(uint64_t fde_addr, uint64_t pc, rules_t *r) {
+    uint8_t fde[SW_CFI_FDE_COPY], cie[SW_CFI_CIE_COPY];
+    uint64_t cie_addr = 0;
+    int rc = copy_fde_guarded(fde_addr, fde, cie, &cie_addr);
+    if (rc != SW_CFI_OK) return rc;
     return rules_at(fde, fde_addr, cie, cie_addr, pc, 1, r);
+}
+
+// Outside handlers (the watchdog thread, for addresses of another thread's stack: fault-safe reads).
+int sw_function_start(uint64_t pc, uint64_t *start) {
+    struct dl_find_object fo;
+    if (_dl_find_object((void *)(uintptr_t)pc, &fo) != 0 || fo.dlfo_eh_frame == NULL) return 0;
+    uint64_t fde_addr = find_fde_guarded((uint64_t)(uintptr_t)fo.dlfo_eh_frame, pc);
+    if (fde_addr == 0 || fde_addr < (uint64_t)(uintptr_t)fo.dlfo_map_start
+        || fde_addr >= (uint64_t)(uintptr_t)fo.dlfo_map_end) {
+        return 0;
+    }
+    uint8_t fde[SW_CFI_FDE_COPY], cie_bytes[SW_CFI_CIE_COPY];
+    uint64_t cie_addr = 0;
+    if (copy_fde_guarded(fde_addr, fde, cie_bytes, &cie_addr) != SW_CFI_OK) return 0;
+    cie_t cie;
+    if (!parse_cie(cie_bytes, cie_addr, &cie)) return 0;
+    uint32_t len32;
+    memcpy(&len32, fde, 4);
+    cursor_t c = {fde + 8, fde + 4 + len32, 0, fde_addr - (uint64_t)(uintptr_t)fde};
+    uint64_t begin = rd_encoded(&c, cie.fde_enc, 0);
+    uint64_t range = rd_range(&c, cie.fde_enc);
+    // The search table gives the last FDE starting at or below pc; a pc in a gap after it (code
+    // with no unwind information) is in no FDE's range.
+    if (c.bad || pc < begin || pc - begin >= range) return 0;
+    *start = begin;
+    return 1;
 }
 
 // async-signal-safe: the row from the rules found, or why there is none.

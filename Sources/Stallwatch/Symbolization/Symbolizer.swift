@@ -61,6 +61,15 @@ package final class Symbolizer: Sendable {
         return symbolize(address).functionAddress
     }
 
+    /// The path of the module holding `address`, without reading any symbol table (the loader's
+    /// own list): for the watchdog's scans, which ask only whether a frame lies in libdispatch.
+    package func modulePath(of address: UInt) -> String? {
+        if let hit = cache.withLock({ $0[address] }) { return hit.module }
+        var info = sw_symbol_info_t()
+        guard sw_symbol_lookup(UInt64(address), &info) != 0, let name = info.module_path else { return nil }
+        return modulePath(name, base: UInt(info.module_base))
+    }
+
     /// Resolves every frame of a stack. Return addresses (all frames but the first) are looked up at
     /// `address - 1`, inside the call instruction, so a call that ends a function still resolves to it.
     /// Afterwards the symbol files' pages the lookups read are handed back (``releaseMappedPages()``).

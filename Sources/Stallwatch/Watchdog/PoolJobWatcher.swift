@@ -94,12 +94,14 @@ final class PoolJobWatcher {
     /// taken for a worker, a busy one would be signalled at every scan.
     private func confirmWorker(_ thread: PoolThread, by stack: CapturedStack) {
         guard thread.isWorker == nil, stack.isWhole else { return }
-        thread.isWorker = stack.frames.contains { Self.isInDispatch(symbolizer.symbolize($0)) }
+        // Modules only: symbolizing the frames would load the symbol table of every module on the
+        // stack, the executable's too (100–200 ms for a large one, in the scan of the first stall).
+        thread.isWorker = stack.frames.contains { isInDispatch($0) }
     }
 
-    /// Whether a symbolized frame lies in libdispatch.
-    private static func isInDispatch(_ frame: SymbolizedFrame) -> Bool {
-        guard let module = frame.module else { return false }
+    /// Whether an address lies in libdispatch.
+    private func isInDispatch(_ address: UInt) -> Bool {
+        guard let module = symbolizer.modulePath(of: address) else { return false }
         return (module.split(separator: "/").last ?? Substring(module)).hasPrefix("libdispatch.so")
     }
 
@@ -148,6 +150,10 @@ final class PoolJobWatcher {
         // scans see the thread in, if any.
         return !stack.isWhole && threads[stack.thread]?.job != nil
     }
+
+    /// Whether a scan has concluded something of `tid` (in which job it is, or that it is in none):
+    /// a job it starts next is dated from that scan. For tests.
+    func hasBaseline(_ tid: ThreadID) -> Bool { threads[tid]?.last != nil }
 
     /// Whether any pool thread is in a job now: then every round scans, so a job's end is seen at once.
     var anyInJob: Bool { threads.values.contains { $0.job != nil } }
@@ -362,6 +368,11 @@ final class PoolJobWatcher {
     /// Whether no scan has concluded anything of `thread` for ``inconclusiveSignalAfter`` (since
     /// the last conclusive scan, and since the last signal this sent it).
     private func isInconclusiveTooLong(_ thread: PoolThread, now: MonotonicInstant) -> Bool {
+        // A worker listed at the watchdog's first scan has no baseline (a worker born later has its
+        // birth): until a scan concludes something of it, a job it starts cannot be dated but from
+        // its first sighting in it, up to threshold / 5 late (the first stall after a Vapor start
+        // came 57–104 ms late, 4 times in 8). One signal at first sight gives it one.
+        if thread.last == nil, thread.inconclusiveSignalAt == nil { return true }
         let last = thread.last?.at ?? thread.firstSeenAt
         return now - max(last, thread.inconclusiveSignalAt ?? last) >= inconclusiveSignalAfter
     }
@@ -396,7 +407,12 @@ final class PoolJobWatcher {
     /// that stopped early but looked whole must not end a job that is still running.
     private func identify(_ stack: CapturedStack, _ frames: SwiftJobFrames, thread: PoolThread, running: Bool) -> PoolJob?? {
         let job = frames.job(in: stack) { address in
-            symbolizer.symbolize(address).functionAddress ?? address
+            // The unwind table first: the symbol table of a large executable took 100–200 ms to
+            // load, and a scan that loaded it at the first stall after start dated that stall
+            // as late (the stall matrix's first Vapor stall began 210–230 ms early of its report).
+            var start: UInt64 = 0
+            if sw_function_start(UInt64(address), &start) != 0 { return UInt(start) }
+            return symbolizer.symbolize(address).functionAddress ?? address
         }
         if job == nil && !stack.isWhole {
             if running, thread.job == nil { return .some(.unwalked) }
@@ -429,12 +445,12 @@ final class PoolJobWatcher {
     /// libdispatch's symbols nothing is taken for a wait for work (the pool is then pinged).
     /// Read once per wait learnt, not per scan.
     private func isWorkerWait(_ stack: CapturedStack) -> Bool {
-        let frames = stack.frames.map { symbolizer.symbolize($0) }  // the leaf first
-        let inDispatch = Self.isInDispatch
-        guard let inner = frames.firstIndex(where: inDispatch), let outer = frames.lastIndex(where: inDispatch),
-              frames[outer].symbol == "_dispatch_worker_thread" else { return false }
+        let frames = stack.frames  // the leaf first
+        // Only libdispatch's frames are named (its table is small); the others' modules suffice.
+        guard let inner = frames.firstIndex(where: isInDispatch), let outer = frames.lastIndex(where: isInDispatch),
+              symbolizer.symbolize(frames[outer]).symbol == "_dispatch_worker_thread" else { return false }
         // Above the worker's loop lies only the thread's start (a sanitizer wraps it in the executable).
-        return frames[inner..<outer].allSatisfy { inDispatch($0) && $0.symbol?.contains("sema") == true }
+        return frames[inner..<outer].allSatisfy { isInDispatch($0) && symbolizer.symbolize($0).symbol?.contains("sema") == true }
     }
 
     // MARK: - the pool's own look (in place of its ping)
