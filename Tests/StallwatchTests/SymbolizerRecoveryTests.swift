@@ -44,4 +44,16 @@ struct SymbolPreloadTests {
         let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         #expect(symbolizer.loadedModules == [exe], "\(symbolizer.loadedModules) vs \(exe)")
     }
+
+    @Test("preloading the runtime libraries reads libc's, the Swift runtimes' and libdispatch's tables")
+    func preloadLoadsRuntimeLibraries() throws {
+        let symbolizer = Symbolizer()
+        symbolizer.preloadRuntimeLibraries()
+        let names = Set(symbolizer.loadedModules.compactMap { $0.split(separator: "/").last.map(String.init) })
+        for prefix in ["libc.so", "libswiftCore.so", "libswift_Concurrency.so", "libdispatch.so"] {
+            #expect(names.contains { $0.hasPrefix(prefix) }, "\(prefix) not among \(names)")
+        }
+        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        #expect(!symbolizer.loadedModules.contains(exe))
+    }
 }

@@ -173,7 +173,10 @@ public final class Watchdog: Sendable {
             c.thread = thread
         }
         if !Self.symbolsPreloaded.exchange(true, ordering: .relaxed) {
-            DispatchQueue.global(qos: .utility).async { Symbolizer.shared.preloadMainExecutable() }
+            DispatchQueue.global(qos: .utility).async {
+                Symbolizer.shared.preloadMainExecutable()
+                Symbolizer.shared.preloadRuntimeLibraries()
+            }
         }
     }
 
