@@ -8,8 +8,9 @@
 #   BENCH_ARGS_probe="--idle-seconds 20" scripts/bench-all.sh probe
 #                                          extra arguments for one bench (BENCH_ARGS_<name>)
 #
-# Runs serially on purpose: two benches at once measure each other. The machine's load average at
-# the start and end of each run is in its record; a loaded run is kept as measured, never edited.
+# Runs serially on purpose: two benches at once measure each other, and waits for a quiet machine
+# before each (see wait_quiet). The machine's load average at the start and end of each run is in
+# its record; a loaded run is kept as measured, never edited.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 benches=("$@")
@@ -28,8 +29,22 @@ for name in "${benches[@]}"; do
     fi
 done
 
+# Each bench starts on a quiet machine: the load the builds and the bench before left behind
+# (64 spinning threads in detect) raised the next one's figures. Waits until the 1-minute load
+# average is below BENCH_QUIET_LOAD (default 0.3), at most BENCH_QUIET_WAIT seconds (default 150);
+# the load at each start is in the record either way.
+wait_quiet() {
+    local limit=${BENCH_QUIET_LOAD:-0.3} waited=0 most=${BENCH_QUIET_WAIT:-150}
+    while [ "$waited" -lt "$most" ] && awk -v l="$limit" '{ exit !($1 >= l) }' /proc/loadavg; do
+        sleep 5
+        waited=$((waited + 5))
+    done
+    [ "$waited" -eq 0 ] || echo "   (waited ${waited} s for a quiet machine)"
+}
+
 mkdir -p docs/bench
 for name in "${benches[@]}"; do
+    wait_quiet
     var="BENCH_ARGS_${name//-/_}"
     read -r -a extra <<< "${!var:-}"
     echo "== bench $name ${extra[*]:-} (load $(cut -d' ' -f1-3 /proc/loadavg))"

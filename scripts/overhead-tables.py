@@ -230,10 +230,13 @@ def generic_figures(f):
 
 
 def wake_floor_figures(f):
-    """bench wake-floor: a thread that only wakes up, per period (the watchdog's idle floor)."""
-    rows = [[f"{r['periodMilliseconds']} ms", num(r["wakeupsPerSecond"], 1), spread(r["microsecondsPerWake"], 1),
+    """bench wake-floor: a thread that only wakes up, per period (the watchdog's idle floor), and one
+    that reads what a pool scan must after each burst of pool work (the idle service's floor)."""
+    def reads(r):
+        return f"a pool scan's reads ({r.get('poolWorkers', 0)} workers)" if r.get("poolScanReads") else "none"
+    rows = [[f"{r['periodMilliseconds']} ms", reads(r), num(r["wakeupsPerSecond"], 1), spread(r["microsecondsPerWake"], 1),
              spread(r["percentOfCore"], 4)] for r in f]
-    return table(["wake every", "wake-ups/s", "CPU per wake-up, µs median [min…max]", "% of a core"], rows)
+    return table(["wake every", "reads per wake-up", "wake-ups/s", "CPU per wake-up, µs median [min…max]", "% of a core"], rows)
 
 
 def allocations_figures(f):
