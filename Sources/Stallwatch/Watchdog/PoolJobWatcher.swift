@@ -408,8 +408,7 @@ final class PoolJobWatcher {
     private func identify(_ stack: CapturedStack, _ frames: SwiftJobFrames, thread: PoolThread, running: Bool) -> PoolJob?? {
         let job = frames.job(in: stack) { address in
             // The unwind table first: the symbol table of a large executable took 100–200 ms to
-            // load, and a scan that loaded it at the first stall after start dated that stall
-            // as late (the stall matrix's first Vapor stall began 210–230 ms early of its report).
+            // load, and a scan that loaded it, at the first stall after start, ran that late.
             var start: UInt64 = 0
             if sw_function_start(UInt64(address), &start) != 0 { return UInt(start) }
             return symbolizer.symbolize(address).functionAddress ?? address
