@@ -38,7 +38,9 @@ enum StallEvidence {
     static func gather(files: TaskFiles, baseline: ThreadBaseline?, now: MonotonicInstant,
                        threadCount: Int, runnableThreads: () -> Int?) -> (evidence: ThreadEvidence, info: StalledThreadRead?) {
         let thread = files.tid
-        let info = StalledThreadRead.read(files)
+        var info = StalledThreadRead.read(files)
+        // Read as it woke: once more, so that a stall's last evidence is not a torn read.
+        if info?.isTorn == true { info = StalledThreadRead.read(files) }
         let state: Character = info?.state.procLetter ?? "?"
         var syscall: Int?
         var fdKind: FDKind?
@@ -84,6 +86,15 @@ struct StalledThreadRead {
     var state: ThreadState
     var lastCPU: Int
     var syscall: SyscallState
+
+    /// Whether the two files disagree: `stat` said asleep, then `syscall` said running. The thread
+    /// woke between the reads (a lock-waiting loop as its lock came free, at the stall's last
+    /// round), and neither says where it waited: taken as evidence, the stall's cause became
+    /// `unknown` ("state S, no syscall known").
+    var isTorn: Bool {
+        guard case .running = syscall else { return false }
+        return state.procLetter == "S" || state.procLetter == "D"
+    }
 
     /// The NUMA node of the CPU the thread last ran on.
     var numaNode: Int? { NUMATopology.node(ofCPU: lastCPU) }

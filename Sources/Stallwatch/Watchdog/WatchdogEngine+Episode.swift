@@ -174,6 +174,8 @@ extension WatchdogEngine {
                                             threadCount: census.threadCount(round: round),
                                             runnableThreads: { census.runnableThreads(round: round) })
         guard stillRunning(m, thread: thread, stamp: stamp, blockedIn: gathered.evidence.syscall) else { return }
+        // Torn twice: the thread is waking (its stall ending); what an earlier round read of it stands.
+        if gathered.info?.isTorn == true, m.evidence != nil { return }
         m.evidence = gathered
     }
 
