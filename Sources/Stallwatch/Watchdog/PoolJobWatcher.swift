@@ -19,7 +19,8 @@ import Synchronization
 /// first seen running began about that much demand before the scan (a CPU-bound job's thread does
 /// nothing else), never before the previous scan; one first seen blocked began between the two
 /// scans (the midpoint is taken). So the error is a fraction of the scan period, not a whole one
-/// counted from the first scan that happened to see it. Runs on the watchdog thread only.
+/// counted from the first scan that happened to see it (the rules: ``PoolJobDating``). Runs on the
+/// watchdog thread only.
 ///
 /// Why not the runtime's own job boundaries: the running task (`swift_task_getCurrent`) is a
 /// thread-local of the concurrency runtime, readable directly only on the thread itself — in the
@@ -59,11 +60,23 @@ final class PoolJobWatcher {
         var blockedAt: (call: sw_thread_syscall_t, timeslices: UInt64)?
         var cpu: (time: Duration, at: MonotonicInstant)?
         /// The last conclusive scan: when, the thread's demand for a core then (ns), and whether it ran.
-        var last: (at: MonotonicInstant, demand: UInt64, running: Bool)?
+        var last: PoolJobDating.Conclusion?
         /// The first scan since the thread was last seen outside any job that saw it elsewhere,
         /// and the newest such scan.
         var awaySince: MonotonicInstant?
         var awaySeenAt: MonotonicInstant?
+        /// The thread's demand for a core (ns) at the last scan that read it, and when: the share of
+        /// a core it wanted since then tells a brief run from a long job's.
+        var scanDemand: PoolJobDating.Mark?
+        /// The newest scan since the last conclusive one that found the thread outside any job it
+        /// is known in, running briefly, before any other sign of it away: a job seen next began
+        /// after it (see ``PoolJobDating/start(previous:briefRun:awaySince:now:demandNow:runningNow:)``).
+        var briefRunAt: PoolJobDating.Mark?
+        /// The first scan since the last conclusive one, and since any other sign of the thread
+        /// away, that found it, known in a job, running briefly: a job found over next ended before it.
+        var briefRunInJobAt: PoolJobDating.Mark?
+        /// The share of a core the thread wanted up to the last scan that saw it in its job.
+        var jobShare: Double?
         /// The last signal sent because no scan had concluded anything of the running thread for
         /// ``inconclusiveSignalAfter``.
         var inconclusiveSignalAt: MonotonicInstant?
@@ -270,7 +283,11 @@ final class PoolJobWatcher {
         // The last scan that concluded something (in a job, or outside any): the job's start and
         // end lie after it, and the demand since then is what the thread ran meanwhile.
         let previous = thread.last
-        let demandSince = previous.flatMap { p in sched && run &+ wait >= p.demand ? run &+ wait - p.demand : nil }
+        // The share of a core the thread wanted since its previous scan.
+        let share = sched ? thread.scanDemand.flatMap { PoolJobDating.share(since: $0, now: now, demandNow: run &+ wait) } : nil
+        thread.scanDemand = sched ? (now, run &+ wait) : nil
+        var ranBriefly = false
+        var onCPU = false  // on the CPU for most of the interval since the previous scan
         let job: PoolJob??  // nil: no new evidence, keep the previous conclusion
         if call.nr >= 0, let wait = thread.idleWaits.firstIndex(where: { Self.sameWait($0, call) }) {
             thread.blockedAt = nil
@@ -308,6 +325,7 @@ final class PoolJobWatcher {
             let busy = cpuNow.flatMap { cpuNow in
                 thread.cpu.map { before in now > before.at && (cpuNow - before.time) / (now - before.at) >= 0.5 }
             } ?? false
+            onCPU = busy
             if busy || isInconclusiveTooLong(thread, now: now), maySignal() {
                 // Busy on the CPU for most of the interval, or away too long with nothing
                 // concluded: worth a signal to see which job.
@@ -317,6 +335,7 @@ final class PoolJobWatcher {
                 job = stack.flatMap { identify($0, frames, thread: thread, running: true) }
             } else {
                 job = nil
+                ranBriefly = PoolJobDating.isBriefRun(share: share, jobShare: thread.job != nil ? thread.jobShare : nil)
             }
         } else {
             job = nil // blocked outside a system call (a page fault): nothing to conclude
@@ -328,24 +347,35 @@ final class PoolJobWatcher {
         if case .some(.none) = job {
             thread.awaySince = nil
             thread.inconclusiveSignalAt = nil
+            thread.briefRunAt = nil
+        } else if ranBriefly, thread.job == nil, thread.awaySince == nil {
+            // Not yet a sign of a long job: one blocking now (its first sign) began after this.
+            // Once the thread was seen away otherwise, a brief run may be that job's own, between
+            // two of its blocking calls, and counts as away like any other.
+            thread.briefRunAt = (now, run &+ wait)
+        } else if ranBriefly, thread.job != nil {
+            if thread.briefRunInJobAt == nil { thread.briefRunInJobAt = (now, run &+ wait) }
+            if thread.awaySince == nil { thread.awaySince = now }
         } else {
+            thread.briefRunInJobAt = nil
             if thread.awaySince == nil { thread.awaySince = now }
             thread.awaySeenAt = now
         }
         guard var job else { return false }
         thread.last = sched ? (now, run &+ wait, call.nr == -2) : nil
+        thread.jobShare = job == nil ? nil : share
+        let briefRunAt = thread.briefRunAt, briefRunInJobAt = thread.briefRunInJobAt
+        thread.briefRunAt = nil
+        thread.briefRunInJobAt = nil
         if let seen = job {
             if thread.job?.isUnwalked == true, !seen.isUnwalked {
                 // The same job, its stack walked now: it keeps the start it was first seen with.
             } else if !seen.isSame(as: thread.job) {
-                var start = Self.start(after: previous, now: now, demandSince: demandSince, runningNow: call.nr == -2)
-                // A job first seen after scans that saw the thread away but concluded nothing began
-                // before the first of them: blocked, the demand says nothing; running, it says too
-                // little when the job also blocks (its wall time is more than its demand).
-                if thread.job == nil, let previous, let away = awaySince, away > previous.at, away < now,
-                   call.nr != -2 || start > away {
-                    start = previous.at + (away - previous.at) / 2
-                }
+                let wasOut = thread.job == nil
+                let start = PoolJobDating.start(previous: previous, briefRun: wasOut ? briefRunAt : nil,
+                                                awaySince: wasOut ? awaySince : nil, now: now,
+                                                demandNow: sched ? run &+ wait : nil, runningNow: call.nr == -2,
+                                                onCPU: onCPU, afterJob: !wasOut)
                 thread.probe.markBusy(since: start, thread: tid)
             } else if seen.request == nil {
                 // The same job seen by a capture that read no tag (a blocked thread's, before its
@@ -353,12 +383,8 @@ final class PoolJobWatcher {
                 job?.request = thread.job?.request
             }
         } else if thread.job != nil {
-            var end = Self.end(after: previous, now: now, demandSince: demandSince)
-            // Scans that saw the thread away since, concluding nothing, saw the job still running:
-            // it ended after the last of them (a job that also blocks ran past its demand).
-            if let previous, let seen = awaySeenAt, seen > previous.at, seen < now {
-                end = max(end, seen + (now - seen) / 2)
-            }
+            let end = PoolJobDating.end(previous: previous, awaySeenAt: awaySeenAt, briefRunInJob: briefRunInJobAt,
+                                        now: now, demandNow: sched ? run &+ wait : nil)
             thread.probe.markIdle(since: end)
         }
         thread.job = job
@@ -375,28 +401,6 @@ final class PoolJobWatcher {
         if thread.last == nil, thread.inconclusiveSignalAt == nil { return true }
         let last = thread.last?.at ?? thread.firstSeenAt
         return now - max(last, thread.inconclusiveSignalAt ?? last) >= inconclusiveSignalAfter
-    }
-
-    /// When a job first seen now began: `demandSince` before now if the thread is running (it
-    /// ran the job all along), between the scans if it is blocked; never before the previous scan.
-    static func start(after previous: (at: MonotonicInstant, demand: UInt64, running: Bool)?, now: MonotonicInstant,
-                      demandSince: UInt64?, runningNow: Bool) -> MonotonicInstant {
-        guard let previous, previous.at < now else { return now }
-        let gap = now - previous.at
-        guard runningNow, let demand = demandSince else { return previous.at + gap / 2 }
-        let ran = Duration.nanoseconds(Int64(clamping: demand))
-        return ran >= gap ? previous.at : now - ran
-    }
-
-    /// When a job seen at the previous scan and gone now ended: after the demand it still had if
-    /// it was running then, else between the scans.
-    static func end(after previous: (at: MonotonicInstant, demand: UInt64, running: Bool)?, now: MonotonicInstant,
-                    demandSince: UInt64?) -> MonotonicInstant {
-        guard let previous, previous.at < now else { return now }
-        let gap = now - previous.at
-        guard previous.running, let demand = demandSince else { return previous.at + gap / 2 }
-        let ran = Duration.nanoseconds(Int64(clamping: demand))
-        return ran >= gap ? now : previous.at + ran
     }
 
     /// The job a stack shows; `.some(nil)` when it shows the thread outside any job, `nil` when it
