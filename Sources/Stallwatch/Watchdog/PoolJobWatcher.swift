@@ -77,6 +77,14 @@ final class PoolJobWatcher {
         var briefRunInJobAt: PoolJobDating.Mark?
         /// The share of a core the thread wanted up to the last scan that saw it in its job.
         var jobShare: Double?
+
+        /// A scan found the thread's CPU clock where the previous one left it: it has wanted no
+        /// core since (a thread that waits is on no run queue), so its demand then is its demand
+        /// now. Without this, the share read at its next full scan would be spread over every scan
+        /// since, and a CPU-bound job's first interval would read as a brief run.
+        func notRunSinceLastScan(now: MonotonicInstant) {
+            if let d = scanDemand { scanDemand = (now, d.demand) }
+        }
         /// The last signal sent because no scan had concluded anything of the running thread for
         /// ``inconclusiveSignalAfter``.
         var inconclusiveSignalAt: MonotonicInstant?
@@ -259,6 +267,7 @@ final class PoolJobWatcher {
         if let idleCPU = thread.idleCPU, clockRead, cpuNow == idleCPU, thread.job == nil {
             // As conclusive as reading it: still outside any job, now (a job's start lies after).
             if let last = thread.last { thread.last = (now, last.demand, false) }
+            thread.notRunSinceLastScan(now: now)
             return thread.idleForWork
         }
         if let blockedCPU = thread.blockedCPU, clockRead, cpuNow == blockedCPU, let before = thread.blockedAt,
@@ -267,6 +276,7 @@ final class PoolJobWatcher {
             // below would conclude from two /proc reads. (A wait just learnt as idle goes the long
             // way once more, to be known as idle.)
             if let last = thread.last { thread.last = (now, last.demand, false) }
+            thread.notRunSinceLastScan(now: now)
             if thread.awaySince == nil { thread.awaySince = now }
             thread.awaySeenAt = now
             return false
