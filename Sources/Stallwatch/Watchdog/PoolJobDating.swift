@@ -22,6 +22,11 @@ enum PoolJobDating {
     /// tenth of a 40 ms interval, and then dates it that late at most.
     static let briefRunShare = 0.1
 
+    /// At or above this share of a core wanted since its previous scan, a running thread runs a
+    /// CPU-bound job, which its demand dates: `bigfile` (reads, half of them from disk) wanted up to
+    /// 60 % in an interval, and dated by its demand it came 43–52 ms late in CI's stall matrix.
+    static let cpuBoundShare = 0.9
+
     /// The share of a core wanted between `mark` and now, if the demand reads are in order.
     static func share(since mark: Mark, now: MonotonicInstant, demandNow: UInt64) -> Double? {
         guard now > mark.at, demandNow >= mark.demand else { return nil }
@@ -50,7 +55,8 @@ enum PoolJobDating {
     ///   about one scan in six under light load; taken for the next long job's first sign, it dated
     ///   that job a whole scan period early (−50 … −60 ms, the stall matrix's tails). The job began
     ///   after it when the thread wanted little of a core since (a job that blocks), or is on the
-    ///   CPU now (`onCPU`: a CPU-bound job, its demand dates it). Otherwise the run was the job's
+    ///   CPU now (`onCPU`: ``cpuBoundShare`` of a core since the scan before; a CPU-bound job, its
+    ///   demand dates it). Otherwise the run was the job's
     ///   own first sign: an fsync storm's first 40 ms on a new file want as little (2–7 %) as a
     ///   short request, and dated from after it, a 360 ms storm read 282 ms and went unreported.
     /// - `awaySince`: the first scan since then (and since `briefRun`) that saw it away otherwise.

@@ -297,7 +297,10 @@ final class PoolJobWatcher {
         let share = sched ? thread.scanDemand.flatMap { PoolJobDating.share(since: $0, now: now, demandNow: run &+ wait) } : nil
         thread.scanDemand = sched ? (now, run &+ wait) : nil
         var ranBriefly = false
-        var onCPU = false  // on the CPU for most of the interval since the previous scan
+        // Wanted all but a tenth of a core since the previous scan, running now: a CPU-bound job. A
+        // job that mixes reads or fsyncs with copying (30–60 % at times) is not one: its demand
+        // would date it late, and a stall dated late is detected late.
+        var onCPU = false
         let job: PoolJob??  // nil: no new evidence, keep the previous conclusion
         if call.nr >= 0, let wait = thread.idleWaits.firstIndex(where: { Self.sameWait($0, call) }) {
             thread.blockedAt = nil
@@ -335,7 +338,7 @@ final class PoolJobWatcher {
             let busy = cpuNow.flatMap { cpuNow in
                 thread.cpu.map { before in now > before.at && (cpuNow - before.time) / (now - before.at) >= 0.5 }
             } ?? false
-            onCPU = busy
+            onCPU = (share ?? 0) >= PoolJobDating.cpuBoundShare
             if busy || isInconclusiveTooLong(thread, now: now), maySignal() {
                 // Busy on the CPU for most of the interval, or away too long with nothing
                 // concluded: worth a signal to see which job.
