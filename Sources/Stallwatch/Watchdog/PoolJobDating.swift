@@ -29,14 +29,20 @@ enum PoolJobDating {
 
     /// The share of a core wanted between `mark` and now, if the demand reads are in order.
     static func share(since mark: Mark, now: MonotonicInstant, demandNow: UInt64) -> Double? {
-        guard now > mark.at, demandNow >= mark.demand else { return nil }
-        return Double(demandNow - mark.demand) / Double((now - mark.at).clampedNanoseconds)
+        guard now > mark.at, let wanted = demand(from: mark.demand, to: demandNow) else { return nil }
+        return Double(wanted) / Double((now - mark.at).clampedNanoseconds)
+    }
+
+    /// The demand between two reads of it, `nil` if either is missing or they are out of order.
+    static func demand(from earlier: UInt64?, to later: UInt64?) -> UInt64? {
+        guard let earlier, let later, later >= earlier else { return nil }
+        return later - earlier
     }
 
     /// Whether the thread wanted less than ``briefRunShare`` of a core since `mark`.
     static func wantedLittle(since mark: Mark, now: MonotonicInstant, demandNow: UInt64?) -> Bool {
-        guard let demandNow, let s = share(since: mark, now: now, demandNow: demandNow) else { return false }
-        return s < briefRunShare
+        guard let demandNow else { return false }
+        return isBriefRun(share: share(since: mark, now: now, demandNow: demandNow))
     }
 
     /// Whether a thread found running, not signalled, with `share` of a core wanted since its
@@ -82,7 +88,7 @@ enum PoolJobDating {
                 awaySince = min(awaySince ?? brief.at, brief.at)
             }
         }
-        let demandSince = after.flatMap { a in demandNow.flatMap { $0 >= a.demand ? $0 - a.demand : nil } }
+        let demandSince = demand(from: after?.demand, to: demandNow)
         var start = start(after: after, now: now, demandSince: demandSince, runningNow: runningNow)
         if let after, let away = awaySince, away > after.at, away < now, !runningNow || start > away {
             start = after.at + (away - after.at) / 2
@@ -101,11 +107,11 @@ enum PoolJobDating {
         if let previous, let brief = briefRunInJob, brief.at > previous.at, brief.at < now,
            awaySeenAt.map({ $0 < brief.at }) ?? true {
             var end = end(after: previous, now: brief.at,
-                          demandSince: brief.demand >= previous.demand ? brief.demand - previous.demand : nil)
+                          demandSince: demand(from: previous.demand, to: brief.demand))
             if let seen = awaySeenAt, seen > previous.at { end = max(end, seen + (brief.at - seen) / 2) }
             return end
         }
-        let demandSince = previous.flatMap { p in demandNow.flatMap { $0 >= p.demand ? $0 - p.demand : nil } }
+        let demandSince = demand(from: previous?.demand, to: demandNow)
         var end = end(after: previous, now: now, demandSince: demandSince)
         if let previous, let seen = awaySeenAt, seen > previous.at, seen < now {
             end = max(end, seen + (now - seen) / 2)
