@@ -156,6 +156,10 @@ struct DetectBenchmark: ParsableCommand {
                     print(String(format: "  %d %@ loops: a bare thread at the watchdog's nice (-10), sleeping 40 ms at a time among them, woke late by p99 %.1f ms, worst %.1f ms (the scheduler's floor)",
                                  c.stalled, c.kind.rawValue, p99, worst))
                 }
+                if r.firstReportsWithoutStack > 0 {
+                    print("  \(c.stalled) \(c.kind.rawValue) loops: \(r.firstReportsWithoutStack) of \(r.reported) first reports came without a stack "
+                          + "(no sample of the thread by its threshold; one waiting for a CPU is not waited for); \(r.finalReportsWithoutStack) of their final reports have none")
+                }
             }
             print("")
             print("cost while stalled (watchdog: its thread's CPU clock over each round's stall window; samples: counted in the final reports;")

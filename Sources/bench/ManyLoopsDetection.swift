@@ -43,6 +43,11 @@ struct ManyLoopsResult: Codable {
     /// Signal-driven samples (spinning loops only) × the per-sample cost given with --sample-cost-us,
     /// per stalled loop, % of a core: an estimate (the handler runs on the stalled thread itself).
     var samplerCPUPercentPerStalledLoopEstimate: Double
+    /// Stalls whose first report (the stall event) came without a stack: their thread had no sample
+    /// by the threshold and waited for a CPU, so the report did not wait for it (issue 19).
+    var firstReportsWithoutStack: Int = 0
+    /// Of those, the ones whose final report has no stack either.
+    var finalReportsWithoutStack: Int = 0
 }
 
 /// The fields of a written report that the many-loops table reads back.
@@ -51,12 +56,15 @@ private struct WrittenReport: Decodable {
     var sampleCount: Int
     var durationNanoseconds: Int64
     var durationIsFinal: Bool?
+    var id: String?
 }
 
-/// Reads and removes the reports in `directory`: (samples, stall seconds) summed over final reports.
-private func collectReports(_ directory: String) -> (samples: Int, seconds: Double, reports: Int) {
+/// Reads and removes the reports in `directory`: (samples, stall seconds) summed over final reports,
+/// and the ids of final reports without a sample.
+private func collectReports(_ directory: String) -> (samples: Int, seconds: Double, reports: Int, stackless: Set<String>) {
     let files = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
     var samples = 0, seconds = 0.0, reports = 0
+    var stackless = Set<String>()
     for name in files where name.hasSuffix(".json") {
         let path = directory + "/" + name
         if let data = FileManager.default.contents(atPath: path),
@@ -64,10 +72,11 @@ private func collectReports(_ directory: String) -> (samples: Int, seconds: Doub
             samples += r.sampleCount
             seconds += Double(r.durationNanoseconds) / 1e9
             reports += 1
+            if r.sampleCount == 0, let id = r.id { stackless.insert(id) }
             try? FileManager.default.removeItem(atPath: path)
         }
     }
-    return (samples, seconds, reports)
+    return (samples, seconds, reports, stackless)
 }
 
 /// Runs one case. Every loop ticks (busy 1 ms, idle 50 ms) while it is not stalled, so the
@@ -76,8 +85,9 @@ private func collectReports(_ directory: String) -> (samples: Int, seconds: Doub
 func runManyLoops(_ c: ManyLoopsCase, sampleCostMicroseconds: Double = 20) throws -> ManyLoopsResult {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bench-detect-\(getpid())-\(UInt32.random(in: 0...UInt32.max))").path
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    // First stall event per loop name in the current round, and how many.
-    let firstEvent = Mutex<[String: (at: Int, count: Int)]>([:])
+    // First stall event per loop name in the current round, and how many; the id of its report
+    // when that report had no stack.
+    let firstEvent = Mutex<[String: (at: Int, count: Int, stackless: String?)]>([:])
     let lateness = Mutex<Double>(0)
     let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(c.thresholdMilliseconds)),
                                 reportDirectory: directory) { event in
@@ -85,7 +95,8 @@ func runManyLoops(_ c: ManyLoopsCase, sampleCostMicroseconds: Double = 20) throw
         let now = Workload.now()
         firstEvent.withLock { table in
             let previous = table[loop]
-            table[loop] = (previous?.at ?? now, (previous?.count ?? 0) + 1)
+            table[loop] = (previous?.at ?? now, (previous?.count ?? 0) + 1,
+                           previous.map(\.stackless) ?? (report.sampleCount == 0 ? report.id : nil))
         }
         let late = Double(report.watchdogLatenessNanoseconds) / 1e6
         lateness.withLock { $0 = max($0, late) }
@@ -138,7 +149,7 @@ func runManyLoops(_ c: ManyLoopsCase, sampleCostMicroseconds: Double = 20) throw
     usleep(300_000)
     let floorProbe = c.saturated ? WakeLatenessProbe() : nil
     var latencies: [Double] = []
-    var missed = 0, duplicates = 0
+    var missed = 0, duplicates = 0, firstStackless = 0, finalStackless = 0
     for _ in 0..<c.repeats {
         firstEvent.withLock { $0.removeAll() }
         busyAt.withLock { $0.removeAll() }
@@ -170,6 +181,10 @@ func runManyLoops(_ c: ManyLoopsCase, sampleCostMicroseconds: Double = 20) throw
             if let e = events["loop-\(index)"], let at = began[index] {
                 latencies.append(Double(e.at - at) / 1e6)
                 duplicates += e.count - 1
+                if let id = e.stackless {
+                    firstStackless += 1
+                    if written.stackless.contains(id) { finalStackless += 1 }
+                }
             } else {
                 missed += 1
             }
@@ -190,5 +205,6 @@ func runManyLoops(_ c: ManyLoopsCase, sampleCostMicroseconds: Double = 20) throw
         samplesPerSecond: stallSeconds > 0 ? Double(samples) / stallSeconds * Double(reports) / Double(c.repeats) : .nan,
         samplesPerSecondPerLoop: stallSeconds > 0 ? Double(samples) / stallSeconds : .nan,
         samplerCPUPercentPerStalledLoopEstimate: c.kind == .spin && stallSeconds > 0
-            ? Double(samples) / stallSeconds * sampleCostMicroseconds / 1e6 * 100 : 0)
+            ? Double(samples) / stallSeconds * sampleCostMicroseconds / 1e6 * 100 : 0,
+        firstReportsWithoutStack: firstStackless, finalReportsWithoutStack: finalStackless)
 }

@@ -398,3 +398,15 @@ void sw_test_restore_enqueue_hook(void *hook) {
     _Atomic(test_enqueue_hook_t) *slot = test_hook_slot();
     if (slot) atomic_store(slot, (test_enqueue_hook_t)hook);
 }
+
+int sw_test_pin_self(int cpu, int idle_policy) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) return -errno;
+    if (idle_policy) {
+        struct sched_param param = {0};
+        if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) return -errno;
+    }
+    return 0;
+}

@@ -29,7 +29,16 @@ private typealias S = SyscallNumber
         let cause = classifier.classify(evidence("R", cpuMs: 100, runQueueMs: 1800))
         #expect(cause.kind == .starved)
         #expect(cause.evidence.contains("waited 1800.0 ms for a CPU"))
+        #expect(!cause.evidence.contains("in progress"))
         #expect(classifier.classify(evidence("R", cpuMs: 999)).kind == .starved)
+    }
+
+    /// schedstat counts a wait when it ends: a thread queued through the whole window shows none.
+    @Test func waitInProgressIsSaidNotCounted() {
+        let cause = classifier.classify(evidence("R", cpuMs: 0, runQueueMs: 0))
+        #expect(cause.kind == .starved)
+        #expect(cause.evidence.contains("waited 0.0 ms for a CPU (a wait is counted once it ends: the one in progress is not in it)"),
+                "\(cause.evidence)")
     }
 
     @Test func lockWait() {

@@ -113,7 +113,7 @@ extension WatchdogEngine {
                 m.ring = try SamplingRing(sampler: sampler, thread: thread, interval: samplingIntervalForNewRing(),
                                           clock: .threadCPU, capacity: max(configuration.ringCapacity, 1),
                                           maxFrames: configuration.maxFrames)
-                m.ring?.sampleFirst(after: Self.firstSampleAfter)
+                if m.ring?.sampleFirst(after: Self.firstSampleAfter) == true { m.firstSampleArmedAt = MonotonicClock.now() }
                 if let reason = m.ring?.fallbackReason, !perfRefusalLogged {
                     perfRefusalLogged = true
                     logger.warning("signal-free sampling refused by the kernel; the timer ring's signal samples instead", metadata: [
@@ -208,7 +208,8 @@ extension WatchdogEngine {
         var captureFailure: String?
         if m.samples.isEmpty, let thread {
             // A stall already over has nothing left to capture: the thread runs other work now.
-            captureFailure = seenLate == nil ? captureOnce(m, thread: thread, stamp: stamp) : "the stall had ended"
+            captureFailure = seenLate != nil ? "the stall had ended"
+                : waitingForCPU(m, stamp: stamp, now: now) ?? captureOnce(m, thread: thread, stamp: stamp)
         }
         // A sample counts in a call tree when it has a frame.
         let sampleCount = m.samples.count { !$0.frames.isEmpty }
@@ -300,6 +301,29 @@ extension WatchdogEngine {
 
     /// Why a stall has no stack and no cause when its loop's thread is not known.
     static let unknownThread = "the loop's thread is not known: no ping had run on it since it was monitored"
+
+    /// Why a one-off capture is not worth waiting for: the thread is runnable and its ring, armed
+    /// during this busy period to sample it after a millisecond of its CPU time, has not fired in
+    /// ``waitForCPUAfter`` or more — it waits for a CPU. A signal would be answered only once it gets
+    /// one, within a millisecond of its ring's sample; waiting here (up to 20 ms a loop, 25 a round)
+    /// delays this report and every other stalled loop's in the round, 64 spinning loops on 2 cores
+    /// by 30-40 ms at p99 (issue 19). The report says so, and its update carries the ring's stack.
+    /// nil: capture as usual.
+    private func waitingForCPU(_ m: LoopMonitor, stamp: MonotonicInstant?, now: MonotonicInstant) -> String? {
+        guard let armed = m.firstSampleArmedAt, let stamp, armed >= stamp, now - armed >= Self.waitForCPUAfter,
+              let evidence = m.evidence?.evidence, evidence.state == "R" else { return nil }
+        // Not the run-queue wait: schedstat counts a wait only once it ends, and this one has not.
+        return "the thread waits for a CPU: runnable, and not 1 ms on one in the \(Self.milliseconds(now - armed)) ms since its "
+            + "sampling ring started; the ring takes the stack when it runs, and an update of this report carries it"
+    }
+
+    /// How long a ring armed for a fast first sample must have gone without one before its thread
+    /// is taken as waiting for a CPU: ten times the CPU time it needs, at full speed.
+    static let waitForCPUAfter = Duration.milliseconds(10)
+
+    private static func milliseconds(_ d: Duration) -> Int {
+        Int(d.clampedNanoseconds / 1_000_000)
+    }
 
     /// One capture of a stalled thread with no sample yet (runnable but not running, or not yet
     /// sampled), kept only if the stall still runs. Bounded per round: a starved thread may not get

@@ -62,6 +62,11 @@ package struct CauseClassifier: Sendable, Equatable {
             text += "; waited "
             text += DurationText.milliseconds(wait)
             text += " for a CPU"
+            // schedstat adds a wait to the thread's total when the wait ends: a thread queued since
+            // before the window shows none of it, and "waited 0.0 ms" alone would say it never waited.
+            if e.wallDelta - e.cpuTimeDelta - wait > e.wallDelta / 2 {
+                text += " (a wait is counted once it ends: the one in progress is not in it)"
+            }
         }
         if cpuBound {
             return StallCause(kind: .cpuBound, evidence: text)
