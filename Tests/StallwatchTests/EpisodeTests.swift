@@ -326,10 +326,13 @@ struct EpisodeTests {
 
     /// Issue 18, defect 4: a single stall without a stack must not claim other stalled loops used
     /// the round's capture time.
-    @Test("a single stall with no stack: its evidence does not speak of other stalled loops")
+    @Test("a single stall with no stack: its evidence does not speak of other stalled loops, and its final report says why it has none")
     func evidenceIsTrue() throws {
         let log = EventLog()
-        let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(200)), metrics: nil) { event in
+        let directory = temporaryDirectory("no-stack")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let watchdog = try Watchdog(configuration: .watchingOwnLoops(threshold: .milliseconds(200)), reportDirectory: directory,
+                                    metrics: nil) { event in
             log.append(event)
             // A slow listener on the watchdog's thread: the round that sees the stall starts late.
             if event.kind == .feedbackLoop { usleep(25_000) }
@@ -360,5 +363,13 @@ struct EpisodeTests {
         let evidence = report.cause?.evidence ?? ""
         #expect(evidence.contains("no stack yet"), "\(evidence)")
         #expect(!evidence.contains("other stalled loop"), "\(evidence)")
+        // The final report has no sample either: it must not leave the first one's promise standing.
+        #expect(eventually(timeout: .seconds(3)) { storedReports(directory).contains { $0.id == report.id && $0.durationIsFinal } })
+        let final = try #require(storedReports(directory).first { $0.id == report.id })
+        #expect(final.durationIsFinal && final.sampleCount == 0)
+        let finalEvidence = final.cause?.evidence ?? ""
+        #expect(finalEvidence.contains("no stack ("), "\(finalEvidence)")
+        #expect(finalEvidence.contains("no sample was taken before the stall ended"), "\(finalEvidence)")
+        #expect(!finalEvidence.contains("the final report holds"), "\(finalEvidence)")
     }
 }

@@ -46,6 +46,9 @@ final class LoopMonitor {
     var reportedSignature: StackSignature?
     /// Why the episode's report was last held back, if it was (one `.filtered` event per reason).
     var filtered: FilterReason?
+    /// Why the episode's first report had no stack, if it had none: its final report says it again
+    /// when no sample came later.
+    var noStackReason: String?
     /// The thread a sampling ring could not be started for (logged once).
     var unsampledThread: ThreadID?
     /// For ping-probed loops: busy without stalling (nil when `busyLoopWindow` is zero).
@@ -156,5 +159,6 @@ final class LoopMonitor {
         reportedSignature = nil
         signatureAt = nil
         filtered = nil
+        noStackReason = nil
     }
 }

@@ -238,11 +238,11 @@ extension WatchdogEngine {
             }
             return
         }
-        var cause = cause(of: m) ?? StallCause(
-            kind: .unknown, evidence: thread == nil ? Self.unknownThread : "the thread's state could not be read while the stall lasted")
+        var cause = cause(of: m) ?? StallCause(kind: .unknown, evidence: thread == nil ? Self.unknownThread : Self.stateUnread)
         if let seenLate {
             cause.evidence += "; seen only after it ended, \(seenLate) past its threshold: the watchdog ran late"
         } else if sampleCount == 0, thread != nil {
+            m.noStackReason = captureFailure ?? "no sample"
             cause.evidence += "; no stack yet (\(captureFailure ?? "no sample")): the final report holds the samples taken later"
         }
         let facts = roundFacts(now: now)
@@ -298,6 +298,9 @@ extension WatchdogEngine {
         }
         return StackSignature(rootFirst: scratch.path)
     }
+
+    /// Why a stall has no cause when its thread's `/proc` files could not be read while it lasted.
+    static let stateUnread = "the thread's state could not be read while the stall lasted"
 
     /// Why a stall has no stack and no cause when its loop's thread is not known.
     static let unknownThread = "the loop's thread is not known: no ping had run on it since it was monitored"
@@ -357,8 +360,16 @@ extension WatchdogEngine {
         // an interpolation would, and copies nothing more): same output.
         logger.info("stall ended", metadata: ["loop": .string(m.source.name), "duration": .stringConvertible(duration),
                                               "id": .string(report.id)])
+        var cause = cause(of: m)
+        // Still no stack at the end: the final report says why, as the first one did (whose "the
+        // final report holds the samples" would stand otherwise).
+        if let reason = m.noStackReason, !m.samples.contains(where: { !$0.frames.isEmpty }) {
+            var said = cause ?? StallCause(kind: .unknown, evidence: Self.stateUnread)
+            said.evidence += "; no stack (\(reason)), and no sample was taken before the stall ended"
+            cause = said
+        }
         let final = builder.updated(report, start: episode.start, duration: duration, final: true, samples: m.samples,
-                                    cause: cause(of: m))
+                                    cause: cause)
         writer?.submit(final)
         StallAttribution.reported(final, samples: m.samples)
     }
