@@ -36,6 +36,12 @@ package struct OverheadFigures: Sendable, Equatable, Codable {
     /// The perf driver (call chain + stack copy) stolen per sample ÷ the timer ring's, median of the
     /// rounds' ratios; `nil` where perf events are refused.
     package var perfStolenOverTimer: Double?
+    /// A second `timer/empty` phase in every round (an A/A check): its stolen time per sample, µs.
+    /// Its ratio to `timer/empty` is what two identical phases differ by in this run: the
+    /// resolution of the `× own floor` ratios.
+    package var timerFloorAgainStolenMicroseconds: Double?
+    /// The same for the request/answer floor (a second `floor` phase), µs.
+    package var threadFloorAgainStolenMicroseconds: Double?
 
     /// Collects the figures; see each property for its meaning and unit.
     package init(timerTotalPercentOfCore: Double, timerStolenMicroseconds: Double,
@@ -45,7 +51,8 @@ package struct OverheadFigures: Sendable, Equatable, Codable {
                 gperftoolsFramePointerStolenMicroseconds: Double?, samplingPathAllocations: Int,
                 watchdogPathAllocationsDuringStall: Int?, timerHandlerP50Microseconds: Double? = nil,
                 timerHandlerFixedP50Microseconds: Double? = nil,
-                timerSystemCallsPerSample: Double? = nil, perfStolenOverTimer: Double? = nil) {
+                timerSystemCallsPerSample: Double? = nil, perfStolenOverTimer: Double? = nil,
+                timerFloorAgainStolenMicroseconds: Double? = nil, threadFloorAgainStolenMicroseconds: Double? = nil) {
         self.timerTotalPercentOfCore = timerTotalPercentOfCore
         self.timerStolenMicroseconds = timerStolenMicroseconds
         self.timerFloorStolenMicroseconds = timerFloorStolenMicroseconds
@@ -61,6 +68,8 @@ package struct OverheadFigures: Sendable, Equatable, Codable {
         self.timerHandlerFixedP50Microseconds = timerHandlerFixedP50Microseconds
         self.timerSystemCallsPerSample = timerSystemCallsPerSample
         self.perfStolenOverTimer = perfStolenOverTimer
+        self.timerFloorAgainStolenMicroseconds = timerFloorAgainStolenMicroseconds
+        self.threadFloorAgainStolenMicroseconds = threadFloorAgainStolenMicroseconds
     }
 }
 
@@ -106,10 +115,12 @@ package enum OverheadGoals {
                                                    + (f.timerHandlerFixedP50Microseconds.map { "; PC only, same run: \(($0 * 1000).rounded() / 1000) µs" } ?? ""))
         out["timerStolenVsOwnFloor"] = GoalVerdict.atMost(GoalVerdict.ratio(f.timerStolenMicroseconds, f.timerFloorStolenMicroseconds), timerStolenOverEmpty,
                                               goal: "≤ \(timerStolenOverEmpty)× timer/empty",
-                                              detail: "timer ring stolen per sample ÷ the same timer and signal with an empty handler (gap method)")
+                                              detail: "timer ring stolen per sample ÷ the same timer and signal with an empty handler (gap method)"
+                                                  + aaText(f.timerFloorAgainStolenMicroseconds, f.timerFloorStolenMicroseconds, "timer/empty"))
         out["threadStolenVsOwnFloor"] = GoalVerdict.atMost(GoalVerdict.ratio(f.threadStolenMicroseconds, f.threadFloorStolenMicroseconds), stolenOverFloor,
                                                goal: "≤ \(stolenOverFloor)× floor",
-                                               detail: "request/answer stolen per sample ÷ the PC-only request/answer floor (gap method)")
+                                               detail: "request/answer stolen per sample ÷ the PC-only request/answer floor (gap method)"
+                                                   + aaText(f.threadFloorAgainStolenMicroseconds, f.threadFloorStolenMicroseconds, "floor"))
         let peers = [f.gperftoolsLibunwindStolenMicroseconds, f.gperftoolsFramePointerStolenMicroseconds]
         let peerRatio: Double? = peers.contains { $0 == nil } ? nil
             : peers.compactMap { GoalVerdict.ratio(f.timerStolenMicroseconds, $0) }.max()
@@ -139,5 +150,11 @@ package enum OverheadGoals {
                                    goal: "< \(matrixClaimPercentOfCore) % of a core",
                                    detail: "matrix's claim, against the timer ring's total cost (gap method)")
         return out
+    }
+
+    /// `; A/A: floor again ÷ floor, same run: 1.04`, or nothing when the run had no second phase.
+    static func aaText(_ again: Double?, _ floor: Double?, _ label: String) -> String {
+        guard let ratio = GoalVerdict.ratio(again, floor) else { return "" }
+        return "; A/A: \(label) again ÷ \(label), same run: \((ratio * 1000).rounded() / 1000) (what two identical phases differ by)"
     }
 }

@@ -27,8 +27,12 @@ struct PhaseSpec: Hashable {
     var mode: Mode
     var intervalMilliseconds: Double
     var unwinder: String // "fp" or "libunwind"
+    /// A second phase of the same mode in each round (an A/A check of the ratios' resolution).
+    var again = false
 
-    var label: String {
+    var label: String { again ? "\(modeLabel) again" : modeLabel }
+
+    private var modeLabel: String {
         switch mode {
         case .off: "off"
         case .floor: "floor"

@@ -31,6 +31,8 @@ struct SamplerBenchmark: ParsableCommand {
                   Stallwatch's dispatcher, to a handler that records only its time.
           floor   like thread, but the handler answers with the PC only: the bare signal round
                   trip. Every latency is also printed as a ratio to the floor's median.
+          timer/empty again, floor again  the two floors once more in every round (A/A): what
+                  two identical phases differ by in this run, beside each "× own floor" goal.
         Before measuring, every request slot is touched (one capture per slot) and a short fast
         timer phase is run and discarded, so no measured handler pays a first-touch page fault.
         --working-set-mib 8 gives the workload an 8 MiB working set (8 random cache lines per
@@ -63,8 +65,8 @@ struct SamplerBenchmark: ParsableCommand {
         claim. A figure not measured is a MISS. A MISS never changes the exit status; only a failed
         run does.
 
-        Run time: the default (6 rounds × 5 phases × 2 s + 3 peer children × 2.5 s per round, then
-        one watchdog stall) takes about 115 s. --sweep runs interval (1, 10, 50, 100 ms) × unwinder (fp, libunwind) ×
+        Run time: the default (6 rounds × 9 phases × 2 s, perf phases included, + 3 peer children × 2.5 s
+        per round, then the unwind paths and one watchdog stall) takes about 170 s. --sweep runs interval (1, 10, 50, 100 ms) × unwinder (fp, libunwind) ×
         depth (8, 32, 128) × sampled threads (1, 8, 64), 3 rounds × 0.4 s phases: 4–5 minutes (301 s measured);
         the expected time is printed before it starts. `bench snapshot` measures held-still snapshots.
         """
@@ -174,7 +176,10 @@ struct SamplerBenchmark: ParsableCommand {
                      PhaseSpec(mode: .timer, intervalMilliseconds: interval, unwinder: "fp"),
                      PhaseSpec(mode: .timerEmpty, intervalMilliseconds: interval, unwinder: "none"),
                      PhaseSpec(mode: .thread, intervalMilliseconds: interval, unwinder: unwinder),
-                     PhaseSpec(mode: .floor, intervalMilliseconds: interval, unwinder: "none")]
+                     PhaseSpec(mode: .floor, intervalMilliseconds: interval, unwinder: "none"),
+                     // A/A: the two floors once more, so each run states what identical phases differ by.
+                     PhaseSpec(mode: .timerEmpty, intervalMilliseconds: interval, unwinder: "none", again: true),
+                     PhaseSpec(mode: .floor, intervalMilliseconds: interval, unwinder: "none", again: true)]
             + (perfRefusal == nil ? [PhaseSpec(mode: .perf, intervalMilliseconds: interval, unwinder: "fp"),
                                      PhaseSpec(mode: .perfChain, intervalMilliseconds: interval, unwinder: "fp")] : [])
         var peerRunner = PeerRunner(executable: try selfExecutable(), depth: depth, intervalMilliseconds: interval, seconds: phaseSeconds)
@@ -190,7 +195,7 @@ struct SamplerBenchmark: ParsableCommand {
         guard let target = workload.tids.first else { throw BenchError("no workload thread") }
         try touchRequestSlots(target: target, unwinders: unwinder == "libunwind" ? [SW_UNWIND_FRAME_POINTER, SW_UNWIND_LIBUNWIND]
                                                                                   : [SW_UNWIND_FRAME_POINTER])
-        for spec in specs.dropFirst() {
+        for spec in specs.dropFirst() where !spec.again {
             _ = try runner.run(PhaseSpec(mode: spec.mode, intervalMilliseconds: 4, unwinder: spec.unwinder), seconds: 0.3)
         }
         var outcomes: [PhaseSpec: [(on: PhaseOutcome, off: PhaseOutcome)]] = [:]
@@ -412,7 +417,9 @@ extension SamplerReport {
             timerSystemCallsPerSample: row("timer/fp")?.systemCallsPerSample,
             // The perf driver as `signalFreeSampling` runs it: call chain and stack copy.
             perfStolenOverTimer: driverComparisons.first { $0.label == PhaseSpec(mode: .perf, intervalMilliseconds: 0, unwinder: "fp").label }?
-                .ratioToTimer.median)
+                .ratioToTimer.median,
+            timerFloorAgainStolenMicroseconds: stolen("timer/empty again"),
+            threadFloorAgainStolenMicroseconds: stolen("floor again"))
     }
 }
 
@@ -462,7 +469,7 @@ extension SamplerReport {
             let own = r.systemCallsPerSample ?? .nan
             let noSyscallGoal = r.label == "timer/fp" || r.label.hasPrefix("perf/")
             let verdict = noSyscallGoal ? (abs(own) < 0.01 ? "PASS (≈ 0: no system call)" : "MISS (goal ≈ 0)")
-                                        : (r.label.hasPrefix("thread") || r.label == "floor" ? "request path: the futex wake that answers" : "")
+                                        : (r.label.hasPrefix("thread") || r.label.hasPrefix("floor") ? "request path: the futex wake that answers" : "")
             print(pad(r.label, 22) + pad(f(own, 3), 24) + pad(f(r.sigreturnsPerSample ?? .nan, 3), 24) + verdict)
         }
     }

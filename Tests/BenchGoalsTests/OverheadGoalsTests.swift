@@ -36,6 +36,23 @@ import Testing
         #expect(v["perfVsTimer"]?.pass == true)
     }
 
+    /// The A/A phases do not judge anything: they put the ratio of two identical phases beside the
+    /// ratio goals, and only when the run had them.
+    @Test func aaRatioIsStatedBesideTheRatioGoals() {
+        var f = quietRun()
+        let without = OverheadGoals.evaluate(f)
+        #expect(without["timerStolenVsOwnFloor"]?.detail.contains("A/A") == false)
+        f.timerFloorAgainStolenMicroseconds = 19.8   // 19.8 / 18.0 = 1.1
+        f.threadFloorAgainStolenMicroseconds = 34.29 // 34.29 / 38.1 = 0.9
+        let with = OverheadGoals.evaluate(f)
+        #expect(with["timerStolenVsOwnFloor"]?.detail.contains("A/A: timer/empty again ÷ timer/empty, same run: 1.1 ") == true,
+                "\(with["timerStolenVsOwnFloor"]?.detail ?? "")")
+        #expect(with["threadStolenVsOwnFloor"]?.detail.contains("A/A: floor again ÷ floor, same run: 0.9 ") == true,
+                "\(with["threadStolenVsOwnFloor"]?.detail ?? "")")
+        #expect(with["timerStolenVsOwnFloor"]?.pass == without["timerStolenVsOwnFloor"]?.pass)
+        #expect(with["timerStolenVsOwnFloor"]?.value == without["timerStolenVsOwnFloor"]?.value)
+    }
+
     @Test func watchdogAllocationsAreJudgedPerStallOfTwoReports() {
         var f = quietRun()
         f.watchdogPathAllocationsDuringStall = 100
