@@ -11,8 +11,9 @@ final class LoopMonitor {
     var filter: StallFilter
     var ring: SamplingRing?
     /// When ``ring`` was set to take its first sample after a millisecond of the thread's CPU time
-    /// (``SamplingRing/sampleFirst(after:)``); nil when it was not, or that ring is gone.
-    var firstSampleArmedAt: MonotonicInstant?
+    /// (``SamplingRing/sampleFirst(after:)``), and the thread's CPU time then; nil when it was not,
+    /// or that ring is gone.
+    var firstSampleArmed: (at: MonotonicInstant, cpu: Duration)?
     /// Samples of the current busy period from the moment it was suspected (the newest
     /// ``maxSamples``): the report's call tree, and its newest ring's worth for identity.
     private(set) var samples: [CapturedStack] = []
@@ -142,7 +143,7 @@ final class LoopMonitor {
     func stopSampling() {
         ring?.stop()
         ring = nil
-        firstSampleArmedAt = nil
+        firstSampleArmed = nil
     }
 
     /// Forgets the busy period's samples and evidence (the detector forgets the stall itself).

@@ -113,7 +113,9 @@ extension WatchdogEngine {
                 m.ring = try SamplingRing(sampler: sampler, thread: thread, interval: samplingIntervalForNewRing(),
                                           clock: .threadCPU, capacity: max(configuration.ringCapacity, 1),
                                           maxFrames: configuration.maxFrames)
-                if m.ring?.sampleFirst(after: Self.firstSampleAfter) == true { m.firstSampleArmedAt = MonotonicClock.now() }
+                if m.ring?.sampleFirst(after: Self.firstSampleAfter) == true, let cpu = try? ThreadCPUClock(thread).elapsed() {
+                    m.firstSampleArmed = (MonotonicClock.now(), cpu)
+                }
                 if let reason = m.ring?.fallbackReason, !perfRefusalLogged {
                     perfRefusalLogged = true
                     logger.warning("signal-free sampling refused by the kernel; the timer ring's signal samples instead", metadata: [
@@ -209,7 +211,7 @@ extension WatchdogEngine {
         if m.samples.isEmpty, let thread {
             // A stall already over has nothing left to capture: the thread runs other work now.
             captureFailure = seenLate != nil ? "the stall had ended"
-                : waitingForCPU(m, stamp: stamp, now: now) ?? captureOnce(m, thread: thread, stamp: stamp)
+                : waitingForCPU(m, thread: thread, stamp: stamp, now: now) ?? captureOnce(m, thread: thread, stamp: stamp)
         }
         // A sample counts in a call tree when it has a frame.
         let sampleCount = m.samples.count { !$0.frames.isEmpty }
@@ -305,28 +307,33 @@ extension WatchdogEngine {
     /// Why a stall has no stack and no cause when its loop's thread is not known.
     static let unknownThread = "the loop's thread is not known: no ping had run on it since it was monitored"
 
-    /// Why a one-off capture is not worth waiting for: the thread is runnable and its ring, armed
-    /// during this busy period to sample it after a millisecond of its CPU time, has not fired in
-    /// ``waitForCPUAfter`` or more — it waits for a CPU. A signal would be answered only once it gets
-    /// one, within a millisecond of its ring's sample; waiting here (up to 20 ms a loop, 25 a round)
-    /// delays this report and every other stalled loop's in the round, 64 spinning loops on 2 cores
-    /// by 30-40 ms at p99 (issue 19). The report says so, and its update carries the ring's stack.
+    /// Why a one-off capture is not worth waiting for: the thread is runnable and has had under
+    /// ``waitingForCPUShare`` of a CPU since its ring was armed, during this busy period, at least
+    /// ``waitForCPUAfter`` ago — it waits for a CPU. A signal would be answered only when it next
+    /// gets one; waiting here (up to 20 ms a loop, 25 a round) delays this report and every other
+    /// stalled loop's in the round: 64 spinning loops on 2 cores by 30-40 ms at p99 (issue 19). Its
+    /// ring has no sample although it may have run a few ms: a CPU-clock timer expires only at a
+    /// scheduler tick that finds the thread running (64 spinning loops: 1.9-10.3 ms of CPU in the
+    /// 125-258 ms since arming, no sample). The report says so; its update carries the ring's stack.
     /// nil: capture as usual.
-    private func waitingForCPU(_ m: LoopMonitor, stamp: MonotonicInstant?, now: MonotonicInstant) -> String? {
-        guard let armed = m.firstSampleArmedAt, let stamp, armed >= stamp, now - armed >= Self.waitForCPUAfter,
-              let evidence = m.evidence?.evidence, evidence.state == "R" else { return nil }
+    private func waitingForCPU(_ m: LoopMonitor, thread: ThreadID, stamp: MonotonicInstant?, now: MonotonicInstant) -> String? {
+        guard let armed = m.firstSampleArmed, let stamp, armed.at >= stamp, now - armed.at >= Self.waitForCPUAfter,
+              let evidence = m.evidence?.evidence, evidence.state == "R",
+              let cpu = try? ThreadCPUClock(thread).elapsed() else { return nil }
+        let wall = now - armed.at, onCPU = cpu - armed.cpu
+        guard onCPU < wall * Self.waitingForCPUShare else { return nil }
         // Not the run-queue wait: schedstat counts a wait only once it ends, and this one has not.
-        return "the thread waits for a CPU: runnable, and not 1 ms on one in the \(Self.milliseconds(now - armed)) ms since its "
-            + "sampling ring started; the ring takes the stack when it runs, and an update of this report carries it"
+        return "the thread waits for a CPU: runnable, and on one \(DurationText.milliseconds(onCPU)) of the "
+            + "\(DurationText.milliseconds(wall)) since its sampling ring started; a signal would be answered only when it next "
+            + "gets one, so the report did not wait: the ring takes the stack while it runs, and an update of this report carries it"
     }
 
-    /// How long a ring armed for a fast first sample must have gone without one before its thread
-    /// is taken as waiting for a CPU: ten times the CPU time it needs, at full speed.
+    /// How long a ring armed for a fast first sample must have run before its thread's share of a
+    /// CPU since then is judged.
     static let waitForCPUAfter = Duration.milliseconds(10)
+    /// The share of a CPU under which a runnable thread is taken as waiting for one.
+    static let waitingForCPUShare = 0.1
 
-    private static func milliseconds(_ d: Duration) -> Int {
-        Int(d.clampedNanoseconds / 1_000_000)
-    }
 
     /// One capture of a stalled thread with no sample yet (runnable but not running, or not yet
     /// sampled), kept only if the stall still runs. Bounded per round: a starved thread may not get
