@@ -44,7 +44,8 @@ struct ManyLoopsResult: Codable {
     /// per stalled loop, % of a core: an estimate (the handler runs on the stalled thread itself).
     var samplerCPUPercentPerStalledLoopEstimate: Double
     /// Stalls whose first report (the stall event) came without a stack: their thread had no sample
-    /// by the threshold and waited for a CPU, so the report did not wait for it (issue 19).
+    /// by the threshold, and either waited for a CPU (the report does not wait for it, issue 19) or
+    /// did not answer the one-off capture.
     var firstReportsWithoutStack: Int = 0
     /// Of those, the ones whose final report has no stack either.
     var finalReportsWithoutStack: Int = 0

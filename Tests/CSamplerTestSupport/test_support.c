@@ -401,6 +401,15 @@ void sw_test_restore_enqueue_hook(void *hook) {
 
 int sw_test_pin_self(int cpu, int idle_policy) {
     cpu_set_t set;
+    if (cpu < 0) {
+        // The highest CPU this thread may run on: a container's cpuset need not hold CPU n-1.
+        CPU_ZERO(&set);
+        if (sched_getaffinity(0, sizeof set, &set) != 0) return -errno;
+        for (int c = CPU_SETSIZE - 1; c >= 0 && cpu < 0; c--) {
+            if (CPU_ISSET(c, &set)) cpu = c;
+        }
+        if (cpu < 0) return -EINVAL;
+    }
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
     if (sched_setaffinity(0, sizeof set, &set) != 0) return -errno;

@@ -15,7 +15,7 @@ struct StarvedStallReportTests {
     /// One stall of `stall` on a SCHED_IDLE thread that shares its CPU with a normal thread
     /// spinning for `starvedFor` of it; returns the first event's report and the stored reports.
     static func starvedStall(threshold: Duration, stall: Duration, starvedFor: Duration) throws
-        -> (first: StallReport?, stored: [StallReport]) {
+        -> (first: StallReport?, stored: [StallReport], pinning: [Int32]) {
         let directory = temporaryDirectory("starved")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let log = EventLog()
@@ -23,18 +23,21 @@ struct StarvedStallReportTests {
                                     metrics: nil) { log.append($0) }
         let probe = watchdog.makeProbe(name: "starved")
         try watchdog.start()
-        let cpu = max(ProcessInfo.processInfo.activeProcessorCount - 1, 0)
+        // Both threads on the same CPU: the highest one the process may run on.
+        let pinned = Mutex<[Int32]>([])
         let hogging = Atomic<Bool>(true)
         let hogReady = Atomic<Bool>(false)
         let hog = TestThread(name: "sw-hog") { _ in
-            _ = sw_test_pin_self(Int32(cpu), 0)
+            let rc = sw_test_pin_self(-1, 0)
+            pinned.withLock { $0.append(rc) }
             hogReady.store(true, ordering: .releasing)
             while hogging.load(ordering: .acquiring) {}
         }
         while !hogReady.load(ordering: .acquiring) { usleep(1000) }
         let stallNanoseconds = stall.clampedNanoseconds
         let worker = TestThread(name: "sw-starved") { _ in
-            _ = sw_test_pin_self(Int32(cpu), 1)
+            let rc = sw_test_pin_self(-1, 1)
+            pinned.withLock { $0.append(rc) }
             probe.busy()
             let start = MonotonicClock.now()
             while (MonotonicClock.now() - start).clampedNanoseconds < stallNanoseconds {}
@@ -46,7 +49,7 @@ struct StarvedStallReportTests {
         hog.stopAndJoin(timeout: .seconds(2))
         _ = eventually(timeout: .seconds(3)) { !log.ended.isEmpty }
         watchdog.stop()
-        return (log.stalls.first, storedReports(directory).filter { $0.kind == .stall })
+        return (log.stalls.first, storedReports(directory).filter { $0.kind == .stall }, pinned.withLock { $0 })
     }
 
     @Test("comes without waiting for a capture, says the thread waits for a CPU, and the stack follows")
@@ -54,9 +57,11 @@ struct StarvedStallReportTests {
         // The idle thread may still get a slice before its threshold (EEVDF gives it one now and
         // then): then its ring sampled it and nothing here is tested. A few tries make that rare.
         var judged = false
+        var pinning: [Int32] = []
         for attempt in 1...4 where !judged {
-            let (first, stored) = try Self.starvedStall(threshold: .milliseconds(200), stall: .milliseconds(900),
+            let (first, stored, pins) = try Self.starvedStall(threshold: .milliseconds(200), stall: .milliseconds(900),
                                                         starvedFor: .milliseconds(500))
+            pinning = pins
             let report = try #require(first, "attempt \(attempt): no stall event")
             guard report.sampleCount == 0 else { continue }
             judged = true
@@ -72,6 +77,7 @@ struct StarvedStallReportTests {
             #expect(final.durationIsFinal)
             #expect(final.sampleCount > 0, "final report without samples: \(final.cause?.evidence ?? "")")
         }
-        #expect(judged, "the starved thread had a sample by its threshold in every attempt")
+        // A failed pin (rc < 0: -errno) means the threads never shared a CPU: said, not hidden.
+        #expect(judged, "the starved thread had a sample by its threshold in every attempt (pinning rc: \(pinning))")
     }
 }

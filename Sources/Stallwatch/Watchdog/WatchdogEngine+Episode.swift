@@ -334,7 +334,6 @@ extension WatchdogEngine {
     /// The share of a CPU under which a runnable thread is taken as waiting for one.
     static let waitingForCPUShare = 0.1
 
-
     /// One capture of a stalled thread with no sample yet (runnable but not running, or not yet
     /// sampled), kept only if the stall still runs. Bounded per round: a starved thread may not get
     /// a CPU to answer, and with many loops stalled at once the others' detection would wait for

@@ -69,7 +69,7 @@ void *sw_test_replace_enqueue_hook(void);
 /// Puts `hook` (from the call above) back.
 void sw_test_restore_enqueue_hook(void *hook);
 
-/// Pins the calling thread to `cpu` and, if `idle_policy`, gives it SCHED_IDLE (a weight of 3 against
+/// Pins the calling thread to `cpu` (-1: the highest CPU its affinity allows) and, if `idle_policy`, gives it SCHED_IDLE (a weight of 3 against
 /// a normal thread's 1024): a normal thread spinning on that CPU leaves it almost no time.
 /// 0, or -errno.
 int sw_test_pin_self(int cpu, int idle_policy);
