@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 // ---- malloc counter ----------------------------------------------------------------------------
@@ -189,6 +190,47 @@ static uint64_t *g_floor_times;
 static int32_t *g_floor_time_tids;
 static uint32_t g_floor_capacity;
 static _Atomic uint64_t g_floor_recorded;
+// The bare walk (bench_timer_floor_set_walk): its time and frame count per tick, beside the tick's
+// time; frames go to one scratch array, as a ring writes them to its entry.
+static _Atomic uint32_t g_floor_walk_max;
+static uint64_t *g_floor_walk_ns;
+static uint32_t *g_floor_walk_frames;
+static uint64_t g_floor_walk_scratch[256];
+
+static inline uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+// async-signal-safe, no call but clock_gettime (vDSO): the chain of frame records from the
+// interrupted FP, each record above the last and below the thread pointer (glibc keeps the
+// thread's descriptor at the top of its stack), 8-aligned; the PC first. No unwind table, no module
+// check, no bound learnt from a table: what reading the records themselves costs, cold, on the
+// bench's own frame-pointer workload.
+static uint32_t bare_walk(const ucontext_t *uc, uint32_t max) {
+#if defined(__x86_64__)
+    uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP], sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP],
+             fp = (uint64_t)uc->uc_mcontext.gregs[REG_RBP];
+#elif defined(__aarch64__)
+    uint64_t pc = uc->uc_mcontext.pc, sp = uc->uc_mcontext.sp, fp = uc->uc_mcontext.regs[29];
+#else
+    return 0;
+#endif
+    uint64_t top = (uint64_t)(uintptr_t)pthread_self();
+    if (max > 256) max = 256;
+    uint32_t k = 0;
+    g_floor_walk_scratch[k++] = pc;
+    while (k < max && fp >= sp && fp + 16 <= top && (fp & 7) == 0) {
+        const volatile uint64_t *rec = (const volatile uint64_t *)(uintptr_t)fp;
+        uint64_t next = rec[0], ra = rec[1];
+        if (ra == 0) break;
+        g_floor_walk_scratch[k++] = ra;
+        if (next <= fp) break;
+        fp = next;
+    }
+    return k;
+}
 
 // async-signal-safe: clock_gettime, atomics, and the handler it replaced.
 static void floor_handler(int sig, siginfo_t *si, void *uc) {
@@ -198,6 +240,14 @@ static void floor_handler(int sig, siginfo_t *si, void *uc) {
             int saved = errno;
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
+            uint32_t walk_max = atomic_load_explicit(&g_floor_walk_max, memory_order_relaxed);
+            uint64_t walk_ns = 0;
+            uint32_t frames = 0;
+            if (walk_max > 0) {
+                uint64_t t0 = mono_ns();
+                frames = bare_walk(uc, walk_max);
+                walk_ns = mono_ns() - t0;
+            }
             uint32_t idx = (uint32_t)(cookie & 0xffffu);
             uint32_t gen = (uint32_t)((cookie >> 16) & 0xffffffffu);
             if (idx < BENCH_FLOOR_TIMERS && atomic_load_explicit(&g_floor_gen[idx], memory_order_acquire) == gen) {
@@ -205,6 +255,8 @@ static void floor_handler(int sig, siginfo_t *si, void *uc) {
                 uint64_t k = n % g_floor_capacity;
                 g_floor_times[k] = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
                 g_floor_time_tids[k] = g_floor_tids[idx];
+                g_floor_walk_ns[k] = walk_ns;
+                g_floor_walk_frames[k] = frames;
             }
             errno = saved;
             return;
@@ -221,12 +273,14 @@ static void floor_handler(int sig, siginfo_t *si, void *uc) {
 int bench_timer_floor_install(int signo, uint32_t capacity) {
     if (g_floor_installed) return 0;
     if (capacity == 0) return -EINVAL;
-    size_t bytes = (size_t)capacity * (sizeof(uint64_t) + sizeof(int32_t));
+    size_t bytes = (size_t)capacity * (2 * sizeof(uint64_t) + 2 * sizeof(int32_t));
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return -errno;
     memset(p, 0, bytes); // touched now: no page fault may land in a measured handler
     g_floor_times = p;
-    g_floor_time_tids = (int32_t *)(g_floor_times + capacity);
+    g_floor_walk_ns = g_floor_times + capacity;
+    g_floor_time_tids = (int32_t *)(g_floor_walk_ns + capacity);
+    g_floor_walk_frames = (uint32_t *)(g_floor_time_tids + capacity);
     g_floor_capacity = capacity;
     struct sigaction old;
     if (sigaction(signo, NULL, &old) != 0) return -errno;
@@ -294,6 +348,23 @@ uint64_t bench_timer_floor_read(uint64_t from, uint64_t *times, int32_t *tids, u
     for (uint64_t n = start; n < head && k < max; n++, k++) {
         times[k] = g_floor_times[n % g_floor_capacity];
         tids[k] = g_floor_time_tids[n % g_floor_capacity];
+    }
+    *count = k;
+    return start + k;
+}
+
+void bench_timer_floor_set_walk(uint32_t max_frames) {
+    atomic_store_explicit(&g_floor_walk_max, max_frames, memory_order_relaxed);
+}
+
+uint64_t bench_timer_floor_read_walks(uint64_t from, uint64_t *walk_ns, uint32_t *frames, uint64_t max, uint64_t *count) {
+    uint64_t head = atomic_load_explicit(&g_floor_recorded, memory_order_acquire);
+    uint64_t start = from;
+    if (g_floor_capacity > 0 && head > g_floor_capacity && start < head - g_floor_capacity) start = head - g_floor_capacity;
+    uint64_t k = 0;
+    for (uint64_t n = start; n < head && k < max; n++, k++) {
+        walk_ns[k] = g_floor_walk_ns[n % g_floor_capacity];
+        frames[k] = g_floor_walk_frames[n % g_floor_capacity];
     }
     *count = k;
     return start + k;

@@ -285,10 +285,12 @@ extension SamplerReport {
         print(pad("path", 32) + pad("samples", 9) + pad("handler µs p50/p99", 20) + pad("frames p50", 12)
               + pad("table frames p50", 18) + pad("whole stacks", 14) + "caller above frameless code")
         for p in unwindPaths {
+            // The bare walk keeps no tables and no names: those columns do not apply to it.
+            let bare = p.path == UnwindPath.bareRecords.rawValue
             print(pad(p.path, 32) + pad("\(p.samples)", 9)
                   + pad("\(f(p.handlerP50Microseconds, 2))/\(f(p.handlerP99Microseconds, 2))", 20)
-                  + pad(f(p.framesMedian, 0), 12) + pad(f(p.tableFramesMedian, 0), 18)
-                  + pad("\(f(p.wholeShare * 100, 0)) %", 14) + "\(f(p.callerReachedShare * 100, 0)) %")
+                  + pad(f(p.framesMedian, 0), 12) + pad(bare ? "–" : f(p.tableFramesMedian, 0), 18)
+                  + pad(bare ? "–" : "\(f(p.wholeShare * 100, 0)) %", 14) + (bare ? "–" : "\(f(p.callerReachedShare * 100, 0)) %"))
         }
     }
 }
@@ -414,6 +416,7 @@ extension SamplerReport {
             watchdogPathAllocationsDuringStall: watchdogStall?.watchdogThread,
             timerHandlerP50Microseconds: unwindPaths.first { $0.path == UnwindPath.framePointers.rawValue }?.handlerP50Microseconds,
             timerHandlerFixedP50Microseconds: unwindPaths.first { $0.path == UnwindPath.pcOnly.rawValue }?.handlerP50Microseconds,
+            timerHandlerBareWalkP50Microseconds: unwindPaths.first { $0.path == UnwindPath.bareRecords.rawValue }?.handlerP50Microseconds,
             timerSystemCallsPerSample: row("timer/fp")?.systemCallsPerSample,
             // The perf driver as `signalFreeSampling` runs it: call chain and stack copy.
             perfStolenOverTimer: driverComparisons.first { $0.label == PhaseSpec(mode: .perf, intervalMilliseconds: 0, unwinder: "fp").label }?

@@ -7,7 +7,9 @@ import Synchronization
 /// and the same depth with two frames in the middle that only unwind tables describe (glibc's
 /// qsort_r and msort_with_tmp, built without frame pointers), and the handler's fixed part alone
 /// (the same ring taking the PC only: its clock reads, the stack's bounds, the ring's slot), the
-/// floor this measure has on the machine. Runs alternate path by path.
+/// floor this measure has on the machine — and, for the walk, its own floor: the same frame
+/// records read bare by the bench's timer/empty handler (no unwind table, no module check, no
+/// bound from a table), cold in the same way. Runs alternate path by path.
 struct UnwindPathFigures: Codable {
     var path: String
     var samples: Int
@@ -25,10 +27,24 @@ enum UnwindPath: String, CaseIterable {
     case framePointers = "frame records only"
     case unwindTable = "2 table frames in the middle"
     case pcOnly = "PC only (the handler's fixed part)"
+    case bareRecords = "bare record walk (reading the records only)"
 
     /// Frames the ring keeps: one for the fixed part (the walk stops at the interrupted PC), the
     /// sampler's default otherwise.
     var maxFrames: Int? { self == .pcOnly ? 1 : nil }
+
+    /// Frames the bare walk may read: more than the workload's stack holds.
+    static let bareMaxFrames: UInt32 = 128
+}
+
+/// One sample of one path: what the table pools.
+private struct PathSample {
+    var handlerMicroseconds: Double
+    var frames: Int
+    var tableFrames: Int
+    var isWhole: Bool
+    /// Whether the caller above the frameless frames was reached (never, for the bare walk: it keeps no names).
+    var callerReached: Bool
 }
 
 func measureUnwindPaths(depth: Int, rounds: Int, seconds: Double) throws -> [UnwindPathFigures] {
@@ -42,20 +58,14 @@ func measureUnwindPaths(depth: Int, rounds: Int, seconds: Double) throws -> [Unw
     for round in 0..<rounds {
         let order = round % 2 == 0 ? UnwindPath.allCases : UnwindPath.allCases.reversed()
         for path in order {
-            let stacks = try sampleSpinner(path: path, depth: depth, seconds: seconds, sampler: sampler)
+            let samples = try sampleSpinner(path: path, depth: depth, seconds: seconds, sampler: sampler, symbolizer: symbolizer)
             if round == 0 { continue } // the first round pays first touches: discarded
-            for s in stacks {
-                handler[path, default: []].append(Double(s.handlerTime.clampedNanosecondsForBench) / 1000)
-                frames[path, default: []].append(Double(s.frames.count))
+            for s in samples {
+                handler[path, default: []].append(s.handlerMicroseconds)
+                frames[path, default: []].append(Double(s.frames))
                 tables[path, default: []].append(Double(s.tableFrames))
                 if s.isWhole { whole[path, default: 0] += 1 }
-                // The caller of the frameless code: a frame of `descend` above qsort's frames.
-                let names = symbolizer.symbolize(s).map { $0.symbol ?? "" }
-                if let q = names.firstIndex(where: { $0.hasPrefix("qsort") || $0.hasPrefix("msort") }) {
-                    if names[q...].contains(where: { $0.contains("descend") }) { reached[path, default: 0] += 1 }
-                } else if names.contains(where: { $0.contains("descend") }) {
-                    reached[path, default: 0] += 1
-                }
+                if s.callerReached { reached[path, default: 0] += 1 }
             }
         }
     }
@@ -70,8 +80,10 @@ func measureUnwindPaths(depth: Int, rounds: Int, seconds: Double) throws -> [Unw
     }
 }
 
-/// One spinning thread on `path`, sampled by a timer ring on its CPU clock for `seconds`.
-private func sampleSpinner(path: UnwindPath, depth: Int, seconds: Double, sampler: StackSampler) throws -> [CapturedStack] {
+/// One spinning thread on `path`, sampled on its CPU clock every 4 ms for `seconds`: by a timer
+/// ring, or for the bare walk by the bench's timer/empty handler (installed before the sampler).
+private func sampleSpinner(path: UnwindPath, depth: Int, seconds: Double, sampler: StackSampler,
+                           symbolizer: Symbolizer) throws -> [PathSample] {
     // The C spinner polls `stop` as a volatile int; both words outlive the thread (joined below).
     let stop = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
     let progress = UnsafeMutablePointer<UInt64>.allocate(capacity: 1)
@@ -84,7 +96,7 @@ private func sampleSpinner(path: UnwindPath, depth: Int, seconds: Double, sample
         state.tid.store(ThreadID.current.rawValue, ordering: .releasing)
         if let s = UnsafePointer<Int32>(bitPattern: words.stop), let p = UnsafeMutablePointer<UInt64>(bitPattern: words.progress) {
             switch path {
-            case .framePointers, .pcOnly: bench_spin_fp(Int32(depth), s, p)
+            case .framePointers, .pcOnly, .bareRecords: bench_spin_fp(Int32(depth), s, p)
             case .unwindTable: bench_spin_in_qsort(Int32(depth), s, p)
             }
         }
@@ -92,14 +104,58 @@ private func sampleSpinner(path: UnwindPath, depth: Int, seconds: Double, sample
     }
     thread.start()
     while state.tid.load(ordering: .acquiring) == 0 { usleep(1000) }
-    let ring = try SamplingRing(sampler: sampler, thread: ThreadID(rawValue: state.tid.load(ordering: .acquiring)),
+    defer {
+        stop.pointee = 1
+        while !state.done.load(ordering: .acquiring) { usleep(1000) }
+    }
+    let tid = state.tid.load(ordering: .acquiring)
+    if path == .bareRecords { return try bareWalks(tid: tid, seconds: seconds) }
+    let ring = try SamplingRing(sampler: sampler, thread: ThreadID(rawValue: tid),
                                 interval: .milliseconds(4), capacity: 1024, maxFrames: path.maxFrames)
     usleep(UInt32(seconds * 1_000_000))
     let stacks = ring.drain()
     ring.stop()
-    stop.pointee = 1
-    while !state.done.load(ordering: .acquiring) { usleep(1000) }
-    return stacks
+    return stacks.map { s in
+        // The caller of the frameless code: a frame of `descend` above qsort's frames.
+        let names = symbolizer.symbolize(s).map { $0.symbol ?? "" }
+        let reached: Bool
+        if let q = names.firstIndex(where: { $0.hasPrefix("qsort") || $0.hasPrefix("msort") }) {
+            reached = names[q...].contains { $0.contains("descend") }
+        } else {
+            reached = names.contains { $0.contains("descend") }
+        }
+        return PathSample(handlerMicroseconds: Double(s.handlerTime.clampedNanosecondsForBench) / 1000,
+                          frames: s.frames.count, tableFrames: s.tableFrames, isWhole: s.isWhole, callerReached: reached)
+    }
+}
+
+/// The bare walk's ticks on thread `tid` for `seconds`: the timer/empty handler with its walk on.
+private func bareWalks(tid: Int32, seconds: Double) throws -> [PathSample] {
+    let capacity = Int(TimerFloorDriver.capacity)
+    var times = [UInt64](repeating: 0, count: capacity)
+    var tids = [Int32](repeating: 0, count: capacity)
+    var count: UInt64 = 0
+    var cursor: UInt64 = 0
+    repeat { // up to the head: ticks of earlier phases are not this path's
+        cursor = bench_timer_floor_read(cursor, &times, &tids, UInt64(capacity), &count)
+    } while count > 0
+    bench_timer_floor_set_walk(UnwindPath.bareMaxFrames)
+    let timer = bench_timer_floor_start(SIGPROF, tid, 4_000_000)
+    guard timer >= 0 else {
+        bench_timer_floor_set_walk(0)
+        throw BenchError("bench_timer_floor_start(\(tid)) for the bare walk failed: \(timer)")
+    }
+    usleep(UInt32(seconds * 1_000_000))
+    bench_timer_floor_stop(timer)
+    bench_timer_floor_set_walk(0)
+    var walkNs = [UInt64](repeating: 0, count: capacity)
+    var frames = [UInt32](repeating: 0, count: capacity)
+    _ = bench_timer_floor_read(cursor, &times, &tids, UInt64(capacity), &count)
+    _ = bench_timer_floor_read_walks(cursor, &walkNs, &frames, UInt64(capacity), &count)
+    return (0..<Int(count)).filter { tids[$0] == tid }.map {
+        PathSample(handlerMicroseconds: Double(walkNs[$0]) / 1000, frames: Int(frames[$0]), tableFrames: 0,
+                   isWhole: false, callerReached: false)
+    }
 }
 
 private final class SpinnerState: Sendable {

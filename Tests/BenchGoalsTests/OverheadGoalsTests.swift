@@ -53,6 +53,19 @@ import Testing
         #expect(with["timerStolenVsOwnFloor"]?.value == without["timerStolenVsOwnFloor"]?.value)
     }
 
+    /// The bare walk of the same records is put beside the handler's time, and judges nothing.
+    @Test func bareWalkIsStatedBesideTheHandlerGoal() {
+        var f = quietRun()
+        let without = OverheadGoals.evaluate(f)
+        #expect(without["handlerP50"]?.detail.contains("read bare") == false)
+        f.timerHandlerBareWalkP50Microseconds = 0.1104
+        let with = OverheadGoals.evaluate(f)
+        #expect(with["handlerP50"]?.detail.hasSuffix("; the same records read bare, same run: 0.11 µs") == true,
+                "\(with["handlerP50"]?.detail ?? "")")
+        #expect(with["handlerP50"]?.pass == without["handlerP50"]?.pass)
+        #expect(with["handlerP50"]?.value == without["handlerP50"]?.value)
+    }
+
     @Test func watchdogAllocationsAreJudgedPerStallOfTwoReports() {
         var f = quietRun()
         f.watchdogPathAllocationsDuringStall = 100
