@@ -152,8 +152,18 @@ typedef struct sw_root_memo {
     uint64_t raw[SW_ROOT_MEMO_FRAMES];      ///< the word read there (before pointer authentication is stripped)
 } sw_root_memo_t;
 
+/// The loaded object that held the thread's last interrupted PC, as _dl_find_object gave it: the
+/// next capture whose PC falls inside it asks the unwind-table row cache first with this object as
+/// the key, and skips the object lookup (glibc's cold lines, a sixth of a ring sample's time) when
+/// the row is there. Nothing of the object is ever read through it: a hint left by a library that
+/// has been unloaded since only misses the cache. start == end: none.
+typedef struct sw_leaf_hint {
+    uint64_t start, end, hdr;
+} sw_leaf_hint_t;
+
 typedef struct sw_stack_bounds {
     uint64_t lo, end, gen, readable;
+    sw_leaf_hint_t leaf;
     sw_root_memo_t root;
 } sw_stack_bounds_t;
 
@@ -218,6 +228,8 @@ typedef struct sw_walk_mem {
     /// map table's generation it must match. NULL elsewhere.
     sw_root_memo_t *root;
     uint64_t root_gen;
+    /// The live walk only: the thread's leaf hint, read and updated at frame 0. NULL elsewhere.
+    sw_leaf_hint_t *leaf;
 } sw_walk_mem_t;
 
 /// Stops only sw_walk reports, never stored in a stack.

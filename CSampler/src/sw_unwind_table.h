@@ -57,6 +57,12 @@ typedef struct sw_cfi_object {
 /// keyed by PC and object (see unwind_table.c). async-signal-safe, and no system call (handlers).
 int sw_cfi_find_row(uint64_t pc, sw_cfi_row_t *row, sw_cfi_object_t *last);
 
+/// The row cache alone, for `pc` in the object `obj` (its start) whose .eh_frame_hdr is at `hdr`:
+/// 1 with *rc (and *row when SW_CFI_OK) when sw_cfi_find_row has kept that row, 0 otherwise. Only
+/// compares the two words with the cache's keys, never reads the object: a stale pair just misses.
+/// async-signal-safe, no system call.
+int sw_cfi_cached_row(uint64_t pc, uint64_t obj, uint64_t hdr, sw_cfi_row_t *row, int *rc);
+
 /// Asks for the row cache's line for `pc` ahead of its lookup (a hint: no effect on results).
 /// async-signal-safe.
 void sw_cfi_row_prefetch(uint64_t pc);

@@ -113,7 +113,23 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
                 break;
             }
 #endif
-            int rc = row_found ? SW_CFI_OK : SW_WALK_FIND_ROW(look, &row, &last_object);
+            int rc;
+#if !SW_WALK_GUARDED
+            const sw_leaf_hint_t *hint = !outer ? mem->leaf : NULL;
+            if (!row_found && hint != NULL && look >= hint->start && look < hint->end &&
+                sw_cfi_cached_row(look, hint->start, hint->hdr, &row, &rc)) {
+                // frame 0 in the object of the last capture's, its row kept: no object lookup
+            } else {
+                rc = row_found ? SW_CFI_OK : SW_WALK_FIND_ROW(look, &row, &last_object);
+                if (!outer && mem->leaf != NULL && last_object.hdr != 0) {
+                    mem->leaf->start = last_object.start;
+                    mem->leaf->end = last_object.end;
+                    mem->leaf->hdr = last_object.hdr;
+                }
+            }
+#else
+            rc = row_found ? SW_CFI_OK : SW_WALK_FIND_ROW(look, &row, &last_object);
+#endif
             if (rc != SW_CFI_OK) {
                 if (!outer) {
                     res->stop = SW_STOP_NO_ROW_AT_PC; // the caller falls back to frame records

@@ -535,6 +535,10 @@ static void row_cache_put(uint64_t pc, uint64_t obj, uint64_t hdr, int rc, const
     atomic_store_explicit(&s->seq, q + 2, memory_order_release);
 }
 
+int sw_cfi_cached_row(uint64_t pc, uint64_t obj, uint64_t hdr, sw_cfi_row_t *row, int *rc) {
+    return hdr != 0 && row_cache_get(pc, obj, hdr, row, rc);
+}
+
 // async-signal-safe: a prefetch hint only (never faults).
 void sw_cfi_row_prefetch(uint64_t pc) {
     __builtin_prefetch(row_slot(pc), 0, 3);

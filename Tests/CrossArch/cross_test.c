@@ -411,6 +411,72 @@ static void check_root_memo(void) {
           "root memo: refused when a slot's word changed, walked afresh and learnt again", detail);
 }
 
+// The leaf hint (sw_internal.h): the object that held a capture's PC, kept so the next capture
+// there asks the row cache without looking the object up. Four captures from one call site: the
+// first learns the hint; the second uses it (its end moved a little further: a hint that was used
+// is not rewritten, one that was not is learnt again); the third starts from a stale hint (another object's
+// table at the same place, as after a library is unloaded and another loaded) and must walk as
+// the first did and learn the right one again; the fourth has no hint at all. All four must give
+// the same leaf and caller: the hint may save a lookup, never change a frame.
+static sw_stack_bounds_t g_hint_bounds;
+static sw_stack_t g_hint_st[4];
+static sw_leaf_hint_t g_hint_seen[4];
+static volatile int g_hint_i;
+
+static void hint_handler(int sig, siginfo_t *si, void *uc) {
+    (void)sig;
+    (void)si;
+    sw_capture_fill_nosys(&g_hint_st[g_hint_i], uc, 64, &g_hint_bounds);
+    g_hint_seen[g_hint_i] = g_hint_bounds.leaf;
+}
+
+static void *hint_thread(void *arg) {
+    (void)arg;
+    sw_maps_rebuild();
+    for (g_hint_i = 0; g_hint_i < 4; g_hint_i++) {
+        if (g_hint_i == 1) g_hint_bounds.leaf.end += 16;
+        if (g_hint_i == 2) {
+            g_hint_bounds.leaf.end -= 16;
+            g_hint_bounds.leaf.hdr ^= 0x40;
+        }
+        if (g_hint_i == 3) memset(&g_hint_bounds.leaf, 0, sizeof g_hint_bounds.leaf);
+        raise(SIGUSR2);
+    }
+    return NULL;
+}
+
+static int same_leaf(const sw_stack_t *a, const sw_stack_t *b) {
+    return a->count == b->count && a->stop_reason == b->stop_reason && a->count >= 2 &&
+           a->frames[0] == b->frames[0] && a->frames[1] == b->frames[1];
+}
+
+static void check_leaf_hint(void) {
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = hint_handler;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGUSR2, &sa, &old);
+    pthread_t th;
+    pthread_create(&th, NULL, hint_thread, NULL);
+    pthread_join(th, NULL);
+    sigaction(SIGUSR2, &old, NULL);
+    const sw_leaf_hint_t *h = &g_hint_seen[0];
+    char detail[200];
+    snprintf(detail, sizeof detail, "pc %#llx in [%#llx, %#llx) hdr %#llx; counts %u %u %u %u, stops %u %u %u %u",
+             (unsigned long long)g_hint_st[0].frames[0], (unsigned long long)h->start, (unsigned long long)h->end,
+             (unsigned long long)h->hdr, g_hint_st[0].count, g_hint_st[1].count, g_hint_st[2].count, g_hint_st[3].count,
+             g_hint_st[0].stop_reason, g_hint_st[1].stop_reason, g_hint_st[2].stop_reason, g_hint_st[3].stop_reason);
+    check(h->hdr != 0 && h->start <= g_hint_st[0].frames[0] && g_hint_st[0].frames[0] < h->end,
+          "leaf hint: learnt from the object holding the interrupted PC", detail);
+    check(same_leaf(&g_hint_st[0], &g_hint_st[1]) && same_leaf(&g_hint_st[0], &g_hint_st[2]) &&
+              same_leaf(&g_hint_st[0], &g_hint_st[3]),
+          "leaf hint: the same leaf and caller with it, with a stale one and without", detail);
+    check(g_hint_seen[1].start == h->start && g_hint_seen[1].end == h->end + 16 && g_hint_seen[1].hdr == h->hdr,
+          "leaf hint: used by the next capture in the same object (no object lookup)", detail);
+    check(memcmp(&g_hint_seen[2], h, sizeof *h) == 0 && memcmp(&g_hint_seen[3], h, sizeof *h) == 0,
+          "leaf hint: a stale or missing hint is learnt again", detail);
+}
+
 static void check_through_libc(int32_t tid) {
     static sw_stack_t st;
     char detail[512];
@@ -526,6 +592,7 @@ int main(int argc, char **argv) {
     check_through_libc(start_target(&sorting, cross_qsort_caller));
 
     check_root_memo();
+    check_leaf_hint();
     check_call_decoding();
     check_syscall_tables();
     check_blocked(emulated);
