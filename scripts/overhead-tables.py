@@ -147,7 +147,9 @@ def sampler_figures(f):
         lines += ["", "Unwind paths (timer ring; handler = its wall time around the capture, CLOCK_MONOTONIC: a preemption inside it counts):", ""]
         lines += table(["path", "samples", "handler µs p50 / p99", "frames p50", "whole stacks"],
                        [[p["path"], num(p["samples"]), f"{num(p['handlerP50Microseconds'], 2)} / {num(p['handlerP99Microseconds'], 2)}",
-                         num(p["framesMedian"]), percent(p["wholeShare"])] for p in paths])
+                         num(p["framesMedian"]),
+                         # the bare walk (the records read with no checks) does not judge a stack whole
+                         "—" if p["path"].startswith("bare") else percent(p["wholeShare"])] for p in paths])
     drivers = f.get("driverComparisons", [])
     if drivers:
         lines += ["", "Drivers (stolen per sample ÷ the timer ring's, per round):", ""]

@@ -340,34 +340,37 @@ void bench_timer_floor_stop(int timer) {
     atomic_store_explicit(&g_floor_gen[timer], 0, memory_order_release);
 }
 
-uint64_t bench_timer_floor_read(uint64_t from, uint64_t *times, int32_t *tids, uint64_t max, uint64_t *count) {
+// The ticks to read from `from` on: the oldest still kept, up to the head, at most `max`.
+static uint64_t floor_window(uint64_t from, uint64_t max, uint64_t *count) {
     uint64_t head = atomic_load_explicit(&g_floor_recorded, memory_order_acquire);
     uint64_t start = from;
     if (g_floor_capacity > 0 && head > g_floor_capacity && start < head - g_floor_capacity) start = head - g_floor_capacity;
-    uint64_t k = 0;
-    for (uint64_t n = start; n < head && k < max; n++, k++) {
-        times[k] = g_floor_times[n % g_floor_capacity];
-        tids[k] = g_floor_time_tids[n % g_floor_capacity];
+    *count = start < head ? (head - start < max ? head - start : max) : 0;
+    return start;
+}
+
+uint64_t bench_timer_floor_read(uint64_t from, uint64_t *times, int32_t *tids, uint64_t max, uint64_t *count) {
+    uint64_t start = floor_window(from, max, count);
+    for (uint64_t k = 0; k < *count; k++) {
+        times[k] = g_floor_times[(start + k) % g_floor_capacity];
+        tids[k] = g_floor_time_tids[(start + k) % g_floor_capacity];
     }
-    *count = k;
-    return start + k;
+    return start + *count;
 }
 
 void bench_timer_floor_set_walk(uint32_t max_frames) {
     atomic_store_explicit(&g_floor_walk_max, max_frames, memory_order_relaxed);
 }
 
-uint64_t bench_timer_floor_read_walks(uint64_t from, uint64_t *walk_ns, uint32_t *frames, uint64_t max, uint64_t *count) {
-    uint64_t head = atomic_load_explicit(&g_floor_recorded, memory_order_acquire);
-    uint64_t start = from;
-    if (g_floor_capacity > 0 && head > g_floor_capacity && start < head - g_floor_capacity) start = head - g_floor_capacity;
-    uint64_t k = 0;
-    for (uint64_t n = start; n < head && k < max; n++, k++) {
-        walk_ns[k] = g_floor_walk_ns[n % g_floor_capacity];
-        frames[k] = g_floor_walk_frames[n % g_floor_capacity];
+uint64_t bench_timer_floor_read_walks(uint64_t from, int32_t *tids, uint64_t *walk_ns, uint32_t *frames, uint64_t max,
+                                      uint64_t *count) {
+    uint64_t start = floor_window(from, max, count);
+    for (uint64_t k = 0; k < *count; k++) {
+        tids[k] = g_floor_time_tids[(start + k) % g_floor_capacity];
+        walk_ns[k] = g_floor_walk_ns[(start + k) % g_floor_capacity];
+        frames[k] = g_floor_walk_frames[(start + k) % g_floor_capacity];
     }
-    *count = k;
-    return start + k;
+    return start + *count;
 }
 
 // ---- workloads for the unwind paths ------------------------------------------------------------

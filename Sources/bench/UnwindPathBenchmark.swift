@@ -150,8 +150,7 @@ private func bareWalks(tid: Int32, seconds: Double) throws -> [PathSample] {
     bench_timer_floor_set_walk(0)
     var walkNs = [UInt64](repeating: 0, count: capacity)
     var frames = [UInt32](repeating: 0, count: capacity)
-    _ = bench_timer_floor_read(cursor, &times, &tids, UInt64(capacity), &count)
-    _ = bench_timer_floor_read_walks(cursor, &walkNs, &frames, UInt64(capacity), &count)
+    _ = bench_timer_floor_read_walks(cursor, &tids, &walkNs, &frames, UInt64(capacity), &count)
     return (0..<Int(count)).filter { tids[$0] == tid }.map {
         PathSample(handlerMicroseconds: Double(walkNs[$0]) / 1000, frames: Int(frames[$0]), tableFrames: 0,
                    isWhole: false, callerReached: false)

@@ -381,16 +381,21 @@ static int same_tail(const sw_stack_t *a, const sw_stack_t *b, uint32_t at) {
            memcmp(a->frames + at, b->frames + at, (a->count - at) * sizeof a->frames[0]) == 0;
 }
 
-static void check_root_memo(void) {
+// Runs `body` on a new thread, joined, with `handler` on SIGUSR2 meanwhile (the one before restored).
+static void on_thread_with_sigusr2(void (*handler)(int, siginfo_t *, void *), void *(*body)(void *)) {
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = memo_handler;
+    sa.sa_sigaction = handler;
     sa.sa_flags = SA_SIGINFO;
     sigaction(SIGUSR2, &sa, &old);
     pthread_t th;
-    pthread_create(&th, NULL, memo_thread, NULL);
+    pthread_create(&th, NULL, body, NULL);
     pthread_join(th, NULL);
     sigaction(SIGUSR2, &old, NULL);
+}
+
+static void check_root_memo(void) {
+    on_thread_with_sigusr2(memo_handler, memo_thread);
     const sw_root_memo_t *m = &g_memo_bounds.root;
     char detail[160];
     if (m->gen == 0 || m->count == 0) {
@@ -451,15 +456,7 @@ static int same_leaf(const sw_stack_t *a, const sw_stack_t *b) {
 }
 
 static void check_leaf_hint(void) {
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = hint_handler;
-    sa.sa_flags = SA_SIGINFO;
-    sigaction(SIGUSR2, &sa, &old);
-    pthread_t th;
-    pthread_create(&th, NULL, hint_thread, NULL);
-    pthread_join(th, NULL);
-    sigaction(SIGUSR2, &old, NULL);
+    on_thread_with_sigusr2(hint_handler, hint_thread);
     const sw_leaf_hint_t *h = &g_hint_seen[0];
     char detail[200];
     snprintf(detail, sizeof detail, "pc %#llx in [%#llx, %#llx) hdr %#llx; counts %u %u %u %u, stops %u %u %u %u",

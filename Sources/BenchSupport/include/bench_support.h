@@ -59,9 +59,10 @@ uint64_t bench_timer_floor_read(uint64_t from, uint64_t *times, int32_t *tids, u
 /// and keeps the walk's time; 0 turns it off. For the unwind-path table's floor of a walk.
 void bench_timer_floor_set_walk(uint32_t max_frames);
 
-/// Like bench_timer_floor_read, for the same ticks: each one's bare-walk time (ns, 0 when the walk
-/// was off) and frames.
-uint64_t bench_timer_floor_read_walks(uint64_t from, uint64_t *walk_ns, uint32_t *frames, uint64_t max, uint64_t *count);
+/// Like bench_timer_floor_read, with each tick's bare-walk time (ns, 0 when the walk was off) and
+/// frames in place of its time.
+uint64_t bench_timer_floor_read_walks(uint64_t from, int32_t *tids, uint64_t *walk_ns, uint32_t *frames, uint64_t max,
+                                      uint64_t *count);
 
 /// Spins on the calling thread at `depth` frames of this (frame-pointer) code until *stop becomes
 /// non-zero, counting iterations into *progress. The frame-pointer path of a stack walk.
