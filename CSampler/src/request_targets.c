@@ -28,7 +28,7 @@ void sw_target_bounds_get(int32_t tid, sw_stack_bounds_t *out) {
         *out = e->b;
     } else {
         out->lo = out->end = out->gen = out->readable = 0;
-        out->leaf.start = out->leaf.end = out->leaf.hdr = 0;
+        out->leaf = (sw_leaf_hint_t){0};
     }
     pthread_mutex_unlock(&g_bounds_lock);
 }

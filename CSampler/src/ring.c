@@ -120,7 +120,7 @@ int sw_ring_start(int32_t tid, int64_t interval_ns, sw_ring_clock_t clock, uint3
     r->bounds.end = 0;
     r->bounds.gen = 0;
     r->bounds.readable = 0;
-    r->bounds.leaf.start = r->bounds.leaf.end = r->bounds.leaf.hdr = 0;
+    r->bounds.leaf = (sw_leaf_hint_t){0};
     r->bounds.root.gen = 0;
     atomic_store(&r->next, 0);
     struct sigevent sev;

@@ -113,23 +113,16 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
                 break;
             }
 #endif
+            // Frame 0 inside the object of the thread's last capture: its row from the cache, keyed
+            // by that object, with no object lookup. Only the live walk carries a hint.
+            sw_leaf_hint_t *hint = outer ? NULL : mem->leaf;
             int rc;
-#if !SW_WALK_GUARDED
-            const sw_leaf_hint_t *hint = !outer ? mem->leaf : NULL;
-            if (!row_found && hint != NULL && look >= hint->start && look < hint->end &&
-                sw_cfi_cached_row(look, hint->start, hint->hdr, &row, &rc)) {
-                // frame 0 in the object of the last capture's, its row kept: no object lookup
-            } else {
+            if (hint == NULL || look < hint->start || look >= hint->end ||
+                !sw_cfi_cached_row(look, hint->start, hint->hdr, &row, &rc)) {
                 rc = row_found ? SW_CFI_OK : SW_WALK_FIND_ROW(look, &row, &last_object);
-                if (!outer && mem->leaf != NULL && last_object.hdr != 0) {
-                    mem->leaf->start = last_object.start;
-                    mem->leaf->end = last_object.end;
-                    mem->leaf->hdr = last_object.hdr;
-                }
+                if (hint != NULL && last_object.hdr != 0)
+                    *hint = (sw_leaf_hint_t){last_object.start, last_object.end, last_object.hdr};
             }
-#else
-            rc = row_found ? SW_CFI_OK : SW_WALK_FIND_ROW(look, &row, &last_object);
-#endif
             if (rc != SW_CFI_OK) {
                 if (!outer) {
                     res->stop = SW_STOP_NO_ROW_AT_PC; // the caller falls back to frame records

@@ -104,14 +104,20 @@ static uint64_t *g_times;
 static uint32_t g_capacity;
 static _Atomic uint64_t g_recorded, g_other;
 
+// async-signal-safe (clock_gettime is the vDSO's): CLOCK_MONOTONIC in ns.
+static inline uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 // async-signal-safe: clock_gettime, atomics, and the previous handler.
 static void recorder(int sig, siginfo_t *si, void *uc) {
     int saved = errno;
     if (pthread_equal(pthread_self(), g_target)) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t now = mono_ns();
         uint64_t n = atomic_fetch_add_explicit(&g_recorded, 1, memory_order_relaxed);
-        if (n < g_capacity) g_times[n] = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+        if (n < g_capacity) g_times[n] = now;
     } else {
         atomic_fetch_add_explicit(&g_other, 1, memory_order_relaxed);
     }
@@ -197,12 +203,6 @@ static uint64_t *g_floor_walk_ns;
 static uint32_t *g_floor_walk_frames;
 static uint64_t g_floor_walk_scratch[256];
 
-static inline uint64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 // async-signal-safe, no call but clock_gettime (vDSO): the chain of frame records from the
 // interrupted FP, each record above the last and below the thread pointer (glibc keeps the
 // thread's descriptor at the top of its stack), 8-aligned; the PC first. No unwind table, no module
@@ -238,8 +238,7 @@ static void floor_handler(int sig, siginfo_t *si, void *uc) {
         uint64_t cookie = (uint64_t)(uintptr_t)si->si_value.sival_ptr;
         if ((cookie >> 48) == BENCH_FLOOR_MAGIC) {
             int saved = errno;
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
+            uint64_t now = mono_ns();
             uint32_t walk_max = atomic_load_explicit(&g_floor_walk_max, memory_order_relaxed);
             uint64_t walk_ns = 0;
             uint32_t frames = 0;
@@ -253,7 +252,7 @@ static void floor_handler(int sig, siginfo_t *si, void *uc) {
             if (idx < BENCH_FLOOR_TIMERS && atomic_load_explicit(&g_floor_gen[idx], memory_order_acquire) == gen) {
                 uint64_t n = atomic_fetch_add_explicit(&g_floor_recorded, 1, memory_order_relaxed);
                 uint64_t k = n % g_floor_capacity;
-                g_floor_times[k] = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+                g_floor_times[k] = now;
                 g_floor_time_tids[k] = g_floor_tids[idx];
                 g_floor_walk_ns[k] = walk_ns;
                 g_floor_walk_frames[k] = frames;
@@ -357,6 +356,8 @@ uint64_t bench_timer_floor_read(uint64_t from, uint64_t *times, int32_t *tids, u
     }
     return start + *count;
 }
+
+uint64_t bench_timer_floor_head(void) { return atomic_load_explicit(&g_floor_recorded, memory_order_acquire); }
 
 void bench_timer_floor_set_walk(uint32_t max_frames) {
     atomic_store_explicit(&g_floor_walk_max, max_frames, memory_order_relaxed);

@@ -28,15 +28,7 @@ final class TimerFloorDriver: SamplingDriver {
     }
 
     func begin() throws {
-        var count: UInt64 = 0
-        var time: UInt64 = 0
-        var tid: Int32 = 0
-        // Skip ticks left by an earlier phase: read up to the head.
-        while true {
-            let next = bench_timer_floor_read(cursor, &time, &tid, 1, &count)
-            if count == 0 { break }
-            cursor = next
-        }
+        cursor = bench_timer_floor_head() // ticks left by an earlier phase are not this one's
         for target in targets {
             let t = bench_timer_floor_start(SIGPROF, target, Int64(interval))
             guard t >= 0 else {

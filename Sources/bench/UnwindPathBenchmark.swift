@@ -132,13 +132,7 @@ private func sampleSpinner(path: UnwindPath, depth: Int, seconds: Double, sample
 /// The bare walk's ticks on thread `tid` for `seconds`: the timer/empty handler with its walk on.
 private func bareWalks(tid: Int32, seconds: Double) throws -> [PathSample] {
     let capacity = Int(TimerFloorDriver.capacity)
-    var times = [UInt64](repeating: 0, count: capacity)
-    var tids = [Int32](repeating: 0, count: capacity)
-    var count: UInt64 = 0
-    var cursor: UInt64 = 0
-    repeat { // up to the head: ticks of earlier phases are not this path's
-        cursor = bench_timer_floor_read(cursor, &times, &tids, UInt64(capacity), &count)
-    } while count > 0
+    let cursor = bench_timer_floor_head() // ticks of earlier phases are not this path's
     bench_timer_floor_set_walk(UnwindPath.bareMaxFrames)
     let timer = bench_timer_floor_start(SIGPROF, tid, 4_000_000)
     guard timer >= 0 else {
@@ -148,6 +142,8 @@ private func bareWalks(tid: Int32, seconds: Double) throws -> [PathSample] {
     usleep(UInt32(seconds * 1_000_000))
     bench_timer_floor_stop(timer)
     bench_timer_floor_set_walk(0)
+    var tids = [Int32](repeating: 0, count: capacity)
+    var count: UInt64 = 0
     var walkNs = [UInt64](repeating: 0, count: capacity)
     var frames = [UInt32](repeating: 0, count: capacity)
     _ = bench_timer_floor_read_walks(cursor, &tids, &walkNs, &frames, UInt64(capacity), &count)

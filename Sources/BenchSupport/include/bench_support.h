@@ -54,6 +54,9 @@ void bench_timer_floor_stop(int timer);
 /// (CLOCK_MONOTONIC ns) and `tids`; sets `*count`; returns the number to read from next time.
 uint64_t bench_timer_floor_read(uint64_t from, uint64_t *times, int32_t *tids, uint64_t max, uint64_t *count);
 
+/// The number the next tick will get: reading from it skips every tick recorded so far.
+uint64_t bench_timer_floor_head(void);
+
 /// From now on the timer/empty handler also walks the interrupted thread's frame records, bare (no
 /// unwind table, no module check: reading the records is all it does), up to `max_frames` frames,
 /// and keeps the walk's time; 0 turns it off. For the unwind-path table's floor of a walk.
