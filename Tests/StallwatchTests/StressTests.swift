@@ -133,13 +133,11 @@ struct StressTests {
         // A perf sample comes only once the thread has run a sample period on the CPU: fewer answers.
         let fewest = Int(Self.seconds * (driver == .perfEvent ? 20 : 100))
         #expect(answered > fewest, "too few answers: \(answered)")
-        // The deadline covers the whole capture (signal, unwind, new-thread check, classification):
-        // every capture returns within it plus 10 ms (1 ms grace for a handler already running).
-        // The perf driver closes its event after the deadline (disable, munmap, close: system calls
-        // a loaded machine can preempt), and its wait polls in 5 ms slices: 20 ms (measured beside
-        // a hog per core, 60 s: max 64 ms at a 50 ms deadline; the signal drivers 51 and 55 ms).
-        let grace = Duration.milliseconds(driver == .perfEvent ? 20 : 10)
-        #expect(worst <= timeout + grace, "a capture took \(worst)")
+        // The deadline bounds every wait, so no capture hangs: a broken deadline shows as seconds (a
+        // lost answer waits for ever). How far past the deadline a capture returns is a figure, not an
+        // assertion: the requester itself can be preempted after its wait, and under ASan on a loaded
+        // machine one capture of a green run took 115 ms at a 50 ms deadline (printed above as max).
+        #expect(worst <= timeout + .seconds(1), "a capture took \(worst): its deadline did not bound it")
     }
 }
 
