@@ -58,6 +58,13 @@ typedef struct sw_stack {
     uint8_t stop_reason;     ///< why the walk ended (SW_STOP_*): SW_STOP_ROOT only for a whole stack
     uint8_t table_frames;    ///< frames found through unwind tables (.eh_frame) rather than frame records
     uint8_t driver;          ///< SW_DRIVER_*: what took the sample (a signal's handler, or the kernel)
+    /// Where the async frames begin: the callers of a Swift async function, read from its chain of
+    /// async contexts (sw_async.h), stored in frames[async_at ..< async_at + async_count] right
+    /// after the async function's own frame. Each is a resume function's entry + 1, so that the
+    /// pc - 1 rule of return addresses lands on it. 0 and 0 when the stack has none.
+    uint16_t async_at;
+    uint8_t async_count;
+    uint8_t async_end;       ///< SW_ASYNC_*: how the chain ended (SW_ASYNC_NONE: no async frame met)
     /// The request the interrupted code served (the task-local set by sw_request_key_set's key), 0
     /// when none or not read (captures without a handler).
     uint64_t request_tag;
@@ -78,6 +85,18 @@ enum {
     SW_STOP_BUDGET = 7,         ///< more frames needed the unwind table than a handler may spend
     SW_STOP_NOT_WALKED = 8,     ///< no walk was asked for (SW_UNWIND_NONE)
 };
+
+/// How a stack's async context chain ended (sw_stack_t.async_end).
+enum {
+    SW_ASYNC_NONE = 0,        ///< the walk met no async function (or the runtime's layout is not learnt)
+    SW_ASYNC_WHOLE = 1,       ///< followed to the task's first context (its parent is null)
+    SW_ASYNC_UNREADABLE = 2,  ///< a context outside every readable mapping known (or not readable now)
+    SW_ASYNC_BAD_RESUME = 3,  ///< a resume function outside executable code: not a context chain
+    SW_ASYNC_LIMIT = 4,       ///< longer than SW_ASYNC_MAX_FRAMES, or the stack's frame limit reached
+};
+
+/// Most async frames one chain adds.
+#define SW_ASYNC_MAX_FRAMES 64
 
 /// Error codes (negative return values). Other negative values are -errno.
 enum {

@@ -180,7 +180,9 @@ int sw_capture_blocked_into(int32_t tid, const sw_thread_syscall_t *sc, uint32_t
     sw_walk_regs_t regs = {.pc = sc->pc, .sp = sc->sp, .fp = 0, .lr = 0, .fp_known = 0, .lr_known = 0};
     sw_walk_result_t res = {0};
     out->count = 0;
+    sw_stack_clear_async(out);
     sw_walk(&regs, &mem, 0, out->frames, &out->count, max_frames, &res);
+    sw_stack_take_async(out, &res);
     if (res.stop == SW_STOP_NEED_FP) {
         uint64_t record = find_record(w, base, nwords, hi, res.sp);
         if (record == 0) {
@@ -189,6 +191,7 @@ int sw_capture_blocked_into(int32_t tid, const sw_thread_syscall_t *sc, uint32_t
             sw_walk_regs_t from = {.pc = res.pc, .sp = res.sp, .fp = record, .lr = 0, .fp_known = 1, .lr_known = 0};
             sw_walk_result_t more = {0};
             sw_walk(&from, &mem, 1, out->frames, &out->count, max_frames, &more);
+            sw_stack_take_async(out, &more);
             more.table_frames += res.table_frames;
             res = more;
             out->stop_reason = res.stop == SW_STOP_NEED_FP ? SW_STOP_BAD_LINK : res.stop;
@@ -244,6 +247,12 @@ void sw_recover_leaf_caller(sw_stack_t *st) {
         memmove(&st->frames[2], &st->frames[1], sizeof(uint64_t) * (keep - 1));
         st->frames[1] = word;
         st->count = keep + 1;
+        if (st->async_count != 0) {
+            // The async frames moved up by one with the rest; one cut at the end is one fewer.
+            st->async_at++;
+            if (st->async_at >= st->count) sw_stack_clear_async(st);
+            else if (st->async_at + st->async_count > st->count) st->async_count = (uint8_t)(st->count - st->async_at);
+        }
         st->leaf_caller_recovered = 1;
         return;
     }

@@ -12,6 +12,9 @@ void sw_capture_collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live
     out->truncated = st->truncated;
     out->stop_reason = st->stop_reason;
     out->table_frames = st->table_frames;
+    out->async_at = st->async_at;
+    out->async_count = st->async_count;
+    out->async_end = st->async_end;
     out->stack_known = st->stack_known;
     out->tid = tid;
     out->sp = st->sp;

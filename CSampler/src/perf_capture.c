@@ -81,6 +81,7 @@ static void walk_past_rowless_pc(sw_stack_t *out, const sw_walk_mem_t *mem, cons
             sw_walk_regs_t up = {.pc = ra, .sp = f + 16, .fp = saved, .fp_known = 1};
             sw_walk_result_t more = {0};
             sw_walk(&up, mem, 1, out->frames, &out->count, max_frames, &more);
+            sw_stack_take_async(out, &more);
             more.table_frames += res->table_frames;
             *res = more;
             out->stop_reason = more.stop == SW_STOP_NEED_FP ? SW_STOP_BAD_LINK : more.stop;
@@ -155,6 +156,7 @@ int sw_capture_perf(int32_t tid, uint32_t max_frames, int64_t timeout_ns, sw_sta
                 out->count = 0;
                 out->sp = sp;
                 sw_walk(&wr, &mem, 0, out->frames, &out->count, max_frames, &res);
+                sw_stack_take_async(out, &res);
                 if (res.stop == SW_STOP_NO_ROW_AT_PC) {
                     walk_past_rowless_pc(out, &mem, copy, sp, wr.fp, wr.lr, max_frames, &res);
                 } else {

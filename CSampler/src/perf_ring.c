@@ -173,6 +173,7 @@ static int decode_sample(sw_perf_ring_t *r, const uint8_t *data, uint64_t size, 
     out->leaf_word_count = 0;
     out->leaf_caller_recovered = 0;
     out->table_frames = 0;
+    sw_stack_clear_async(out);
     out->request_tag = 0; // the interrupted task is not readable from here
     out->stack_known = 1;
     // The kernel's chain: context markers (PERF_CONTEXT_USER) are not frames.
@@ -226,6 +227,7 @@ static int decode_sample(sw_perf_ring_t *r, const uint8_t *data, uint64_t size, 
         out->stop_reason = stop;
         out->truncated = stop != SW_STOP_ROOT;
         out->table_frames = (uint8_t)(res.table_frames > 255 ? 255 : res.table_frames);
+        sw_stack_take_async(out, &res);
     }
     // Otherwise the kernel's chain (frame records read from the live stack) went further: the copy
     // ended first, or the walk met a frame the chain passed through.

@@ -54,6 +54,7 @@ SW_RAW_STACK_READER static int fill_prologue(sw_stack_t *st, const ucontext_t *u
     st->unwinder = (uint8_t)unwinder;
     st->leaf_word_count = 0;
     st->table_frames = 0;
+    sw_stack_clear_async(st);
     st->stop_reason = SW_STOP_NOT_WALKED;
     st->driver = SW_DRIVER_SIGNAL;
     st->request_tag = sw_request_tag_read();
@@ -110,6 +111,7 @@ SW_RAW_STACK_READER static void fill_walk(sw_stack_t *st, const ucontext_t *uc, 
     st->count = 0;
     sw_walk_live(&regs, &mem, 0, st->frames, &st->count, max_frames, &res);
     st->table_frames = (uint8_t)(res.table_frames > 255 ? 255 : res.table_frames);
+    sw_stack_take_async(st, &res);
     if (res.stop == SW_STOP_NO_ROW_AT_PC) {
         // No table for the interrupted code (generated code, a stub): frame records from FP, and
         // the words above SP kept for sw_recover_leaf_caller's checked guess at a leaf's caller.
@@ -127,6 +129,7 @@ SW_RAW_STACK_READER static void fill_walk(sw_stack_t *st, const ucontext_t *uc, 
             sw_walk_result_t more = {0};
             sw_walk_live(&up, &mem, 1, st->frames, &st->count, max_frames, &more);
             st->table_frames = (uint8_t)(more.table_frames > 255 ? 255 : more.table_frames);
+            sw_stack_take_async(st, &more);
             st->stop_reason = more.stop == SW_STOP_NEED_FP ? SW_STOP_BAD_LINK : more.stop;
             st->truncated = st->stop_reason != SW_STOP_ROOT;
         }
@@ -207,6 +210,7 @@ int sw_capture_self(sw_stack_t *out, uint32_t max_frames) {
     out->truncated = 0;
     out->leaf_word_count = 0;
     out->leaf_caller_recovered = 0;
+    sw_stack_clear_async(out);
     out->tid = sw_gettid();
     out->sp = sp;
     out->handler_ns = 0;

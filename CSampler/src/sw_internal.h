@@ -61,6 +61,17 @@ int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *c
 // convention): the record's address is the value without it.
 #define SW_ASYNC_FP_BIT (1ULL << 60)
 
+// ---- Swift async call chains (async_chain.c; the walk's part is sw_async_chain.h) -------------
+
+/// The return address the concurrency runtime's job runner leaves when it calls a task's resume
+/// function, learnt by sw_async_learn; 0 until then. A frame record holding it belongs to an async
+/// function, whose context sits just below the record. Written once; walks read it relaxed.
+extern _Atomic uint64_t g_sw_async_resume_ra;
+
+/// [*start, *end): the function holding `pc`, from its object's unwind table (sw_function_start's
+/// lookup). Not for handlers.
+int sw_function_range(uint64_t pc, uint64_t *start, uint64_t *end);
+
 // Cookies in si_value tell our signals apart: capture requests ("SW") and ring ticks ("SR").
 #define SW_RING_COOKIE_MAGIC 0x5352ULL
 /// On functions that read another frame's raw stack memory (frame walks, the handler's stack
@@ -243,7 +254,26 @@ typedef struct sw_walk_result {
     uint8_t frame0_by_table;    ///< the interrupted frame was unwound by its table row (exact)
     uint32_t table_frames, fp_frames;
     uint64_t pc, sp;            ///< where the walk stood when it stopped
+    uint16_t async_at;          ///< as sw_stack_t's: the async frames the walk added (first chain only)
+    uint8_t async_count;
+    uint8_t async_end;          ///< SW_ASYNC_*
 } sw_walk_result_t;
+
+/// Copies a walk's async frames into `st` unless it has some already (a walk resumed after a first
+/// one). async-signal-safe.
+static inline void sw_stack_take_async(sw_stack_t *st, const sw_walk_result_t *res) {
+    if (st->async_end != SW_ASYNC_NONE || res->async_end == SW_ASYNC_NONE) return;
+    st->async_at = res->async_at;
+    st->async_count = res->async_count;
+    st->async_end = res->async_end;
+}
+
+/// Clears `st`'s async frames (a capture's start). async-signal-safe.
+static inline void sw_stack_clear_async(sw_stack_t *st) {
+    st->async_at = 0;
+    st->async_count = 0;
+    st->async_end = SW_ASYNC_NONE;
+}
 
 /// Frames one walk may unwind through tables: bounds the handler's time (a table row costs
 /// ~0.1-0.3 µs, a frame record ~1 ns).

@@ -15,6 +15,9 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
     int mod_keeps = 0;
     sw_cfi_object_t last_object = {0, 0, 0}; // the object of the last table row (live walk only)
     (void)last_object;
+    // The return address of the runtime's resume call (0 until learnt): the frame whose record
+    // holds it is an async function's, its context just below the record.
+    const uint64_t async_ra = atomic_load_explicit(&g_sw_async_resume_ra, memory_order_relaxed);
     // The run of table frames the walk is in, if it may become the thread's root memo: where it
     // began, and each frame's return-address slot. tail_n == UINT32_MAX: not in such a run.
 #if !SW_WALK_GUARDED
@@ -28,7 +31,7 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
     }
     for (;;) {
         if (outer && fp_known && mod_keeps == 1) {
-            uint32_t k = record_run(mem, mod_lo, mod_hi, out, &n, cap, &pc, &sp, &fp, &fp_known);
+            uint32_t k = record_run(mem, mod_lo, mod_hi, out, &n, cap, &pc, &sp, &fp, &fp_known, async_ra);
             res->fp_frames += k;
             if (k != 0) {
                 lr_known = 0;
@@ -53,6 +56,7 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
         uint64_t look = outer ? pc - 1 : pc;
         uint64_t next_pc, next_sp, next_fp = 0;
         int next_fp_known = 0;
+        uint64_t record = 0; // where this frame saved the caller's frame pointer, when known
         if (outer && fp_known && (look < mod_lo || look >= mod_hi)) {
             mod_keeps = sw_module_lookup(look, &mod_lo, &mod_hi);
             if (mod_keeps < 0) {
@@ -93,6 +97,7 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
                 res->stop = SW_STOP_ROOT;
                 break;
             }
+            record = fp;
             next_sp = fp + 16;
             next_fp = saved_fp & ~SW_ASYNC_FP_BIT;
             // A record that does not lead further up is not followed; the unwind table may still
@@ -238,7 +243,8 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
                 next_fp = fp;
                 next_fp_known = fp_known;
             } else if (row.fp_rule == SW_RULE_AT_CFA) {
-                next_fp_known = stack_word(mem, cfa + (uint64_t)row.fp_off, &next_fp);
+                record = cfa + (uint64_t)row.fp_off;
+                next_fp_known = stack_word(mem, record, &next_fp);
             } else if (row.fp_rule == SW_RULE_SAME) {
                 next_fp = fp;
                 next_fp_known = fp_known;
@@ -248,6 +254,13 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
             }
             res->table_frames++;
             if (!outer) res->frame0_by_table = 1;
+        }
+        if (next_pc == async_ra && async_ra != 0 && res->async_end == SW_ASYNC_NONE) {
+            // An async function the runtime resumed: its callers are in its context chain, the
+            // context saved just below its frame record. Only the first chain of a stack is followed.
+            uint64_t ctx;
+            if (record != 0 && stack_word(mem, record - 8, &ctx)) sw_async_chain(ctx, SW_WALK_GUARDED, out, &n, cap, res);
+            else res->async_end = SW_ASYNC_UNREADABLE;
         }
         out[n++] = next_pc;
         pc = next_pc;

@@ -3,6 +3,7 @@
 // for the interrupted frame itself, whose prologue, epilogue or frameless leaf no frame record
 // describes. Shared by the signal handler (live stack) and the blocked-thread path (a copy).
 #include "sw_internal.h"
+#include "sw_async_chain.h"
 #include "sw_unwind_table.h"
 
 #include <string.h>
@@ -31,7 +32,8 @@ SW_RAW_STACK_READER static inline int stack_word(const sw_walk_mem_t *m, uint64_
 // frames added.
 SW_RAW_STACK_READER static inline uint32_t record_run(const sw_walk_mem_t *mem, uint64_t mod_lo, uint64_t mod_hi,
                                                       uint64_t *out, uint32_t *count, uint32_t cap, uint64_t *pc_io,
-                                                      uint64_t *sp_io, uint64_t *fp_io, int *fp_known_io) {
+                                                      uint64_t *sp_io, uint64_t *fp_io, int *fp_known_io,
+                                                      uint64_t async_ra) {
     if (!*fp_known_io || mod_hi <= mod_lo) return 0;
     const uint64_t base = mem->base, span = mod_hi - mod_lo;
     const uint8_t *copy = mem->copy;
@@ -53,7 +55,9 @@ SW_RAW_STACK_READER static inline uint32_t record_run(const sw_walk_mem_t *mem, 
             ra = ((const volatile uint64_t *)(uintptr_t)f)[1];
         }
         uint64_t next_pc = sw_arch_code_address(ra);
-        if (next_pc == 0) break;
+        // A record the job runner's resume call left belongs to an async function: the general
+        // step follows its context chain.
+        if (next_pc == 0 || next_pc == async_ra) break;
         out[n++] = next_pc;
         pc = next_pc;
         sp = f + 16;

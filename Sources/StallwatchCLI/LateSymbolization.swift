@@ -26,7 +26,11 @@ enum LateSymbolization {
             // return address points after its call, which is one byte before.
             let at = offset &+ table.primary.lowestLoadAddress
             let hit = table.lookup(fileAddress: at) ?? (i > 0 && at > 0 ? table.lookup(fileAddress: at - 1) : nil)
-            if let hit { r.blamedStack[i].symbol = Demangler.demangle(hit.name) }
+            if let hit {
+                let (symbol, isAsync) = AsyncFunctionName.clean(Demangler.demangle(hit.name))
+                r.blamedStack[i].symbol = symbol
+                if isAsync { r.blamedStack[i].isAsync = true }
+            }
         }
         return r
     }

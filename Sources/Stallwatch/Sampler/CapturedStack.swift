@@ -37,6 +37,13 @@ package struct CapturedStack: Sendable, Hashable, Codable {
     /// When the capture began (CLOCK_MONOTONIC, ns); `nil` when not known (a stack made by hand or
     /// decoded from an older encoding).
     package var takenAtNanoseconds: UInt64?
+    /// The frames read from a Swift task's chain of async contexts: the callers of the async
+    /// function that frame `asyncFrames.lowerBound - 1` runs, which are no longer on the machine
+    /// stack once it resumed after an `await`. Each is its resume function's entry + 1, so that it
+    /// is symbolized like a return address. `nil` when the stack has none.
+    package var asyncFrames: Range<Int>?
+    /// How the async chain ended; `nil` when the walk met no async function.
+    package var asyncEnd: AsyncChainEnd?
 
     /// Creates a stack value (mostly for tests and decoding).
     package init(thread: ThreadID, frames: [UInt], unwinder: Unwinder, truncated: Bool = false,
@@ -82,14 +89,26 @@ package struct CapturedStack: Sendable, Hashable, Codable {
         self.requestTag = raw.pointee.request_tag == 0 ? nil : raw.pointee.request_tag
         self.driver = Int32(raw.pointee.driver) == Int32(SW_DRIVER_PERF) ? .perfEvent : .timerSignal
         self.takenAtNanoseconds = raw.pointee.taken_at_ns == 0 ? nil : raw.pointee.taken_at_ns
+        self.asyncEnd = AsyncChainEnd(c: raw.pointee.async_end)
+        let asyncAt = Int(raw.pointee.async_at), asyncCount = Int(raw.pointee.async_count)
+        if asyncCount > 0, asyncAt > 0, asyncAt + asyncCount <= count {
+            self.asyncFrames = asyncAt ..< asyncAt + asyncCount
+        }
+    }
+
+    /// The frames on the machine stack: ``frames`` without the async ones.
+    var machineFrames: [UInt] {
+        guard let asyncFrames else { return frames }
+        return Array(frames[..<asyncFrames.lowerBound]) + frames[asyncFrames.upperBound...]
     }
 
     /// Samples whose walk ended early, counted by why; `nil` when every walk reached its root.
     static func earlyEnds(of stacks: some Collection<CapturedStack>) -> [String: Int]? {
         // Most stalls have none: no dictionary then.
-        guard stacks.contains(where: { !$0.isWhole }) else { return nil }
+        guard stacks.contains(where: { !$0.isWhole || $0.asyncEnd.map { !$0.isWhole } == true }) else { return nil }
         var ends: [String: Int] = [:]
         for s in stacks where !s.isWhole { ends[(s.walkEnd ?? .badLink).name, default: 0] += 1 }
+        for s in stacks { if let end = s.asyncEnd, !end.isWhole { ends[end.name, default: 0] += 1 } }
         return ends.isEmpty ? nil : ends
     }
 

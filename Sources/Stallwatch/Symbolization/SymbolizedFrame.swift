@@ -1,3 +1,5 @@
+import StallwatchReport
+
 /// One return address, resolved to a module and (when the module exports it) a function.
 package struct SymbolizedFrame: Sendable, Hashable, Codable {
     /// The raw address.
@@ -16,6 +18,9 @@ package struct SymbolizedFrame: Sendable, Hashable, Codable {
     package var functionAddress: UInt?
     /// `address` minus the function's start.
     package var symbolOffset: UInt?
+    /// `true` for a frame of a Swift async function's partial function (its symbol is the async
+    /// function's own name, see ``AsyncFunctionName``); `nil` otherwise.
+    package var isAsync: Bool?
 
     /// A one-line rendering: `symbol + 0x12 (module + 0x3456)` or the raw address.
     package var formatted: String {
@@ -25,5 +30,14 @@ package struct SymbolizedFrame: Sendable, Hashable, Codable {
             return "\(symbol) + \(symbolOffset ?? 0)\(modPart)"
         }
         return "0x\(String(address, radix: 16))\(modPart)"
+    }
+}
+
+extension SymbolizedFrame {
+    /// What a report keeps of this frame.
+    package var info: SymbolInfo {
+        var info = SymbolInfo(module: module, moduleOffset: moduleOffset.map(UInt64.init), buildID: buildID, symbol: symbol)
+        info.isAsync = isAsync
+        return info
     }
 }

@@ -71,7 +71,9 @@ package final class Symbolizer: Sendable {
     }
 
     /// Resolves every frame of a stack. Return addresses (all frames but the first) are looked up at
-    /// `address - 1`, inside the call instruction, so a call that ends a function still resolves to it.
+    /// `address - 1`, inside the call instruction, so a call that ends a function still resolves to it;
+    /// an async frame (``CapturedStack/asyncFrames``), stored as its resume function's entry + 1,
+    /// resolves to that function the same way.
     /// Afterwards the symbol files' pages the lookups read are handed back (``releaseMappedPages()``).
     package func symbolize(_ stack: CapturedStack) -> [SymbolizedFrame] {
         defer { releaseMappedPages() }
@@ -147,6 +149,7 @@ package final class Symbolizer: Sendable {
             let names = functionName(FunctionKey(start: start, fromTable: false), module: frame.module) { String(cString: sname) }
             frame.mangledSymbol = names.mangled
             frame.symbol = names.symbol
+            frame.isAsync = names.isAsync ? true : nil
             frame.functionAddress = start
             frame.symbolOffset = address &- start
         }
@@ -167,6 +170,7 @@ package final class Symbolizer: Sendable {
                     }
                     frame.mangledSymbol = names.mangled
                     frame.symbol = names.symbol
+                    frame.isAsync = names.isAsync ? true : nil
                     frame.functionAddress = start
                     frame.symbolOffset = address &- start
                 }
@@ -185,6 +189,7 @@ package final class Symbolizer: Sendable {
         var module: String?
         var mangled: String
         var symbol: String
+        var isAsync: Bool
     }
 
     /// The names of the function at `key`, read by `mangled` and demangled only the first time.
@@ -192,7 +197,8 @@ package final class Symbolizer: Sendable {
     private func functionName(_ key: FunctionKey, module: String?, mangled: () -> String) -> FunctionName {
         if let known = functionNames.withLock({ $0[key] }), known.module == module { return known }
         let name = mangled()
-        let made = FunctionName(module: module, mangled: name, symbol: Demangler.demangle(name))
+        let (symbol, isAsync) = AsyncFunctionName.clean(Demangler.demangle(name))
+        let made = FunctionName(module: module, mangled: name, symbol: symbol, isAsync: isAsync)
         functionNames.withLock { names in
             if names.count > 100_000 { names.removeAll(keepingCapacity: true) }
             names[key] = made

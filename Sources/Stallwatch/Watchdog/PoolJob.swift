@@ -60,7 +60,8 @@ struct SwiftJobFrames {
     /// The job a stack is inside of, or `nil` when it is in no job (an idle or draining worker).
     /// - Parameter functionStart: maps a return address to the entry of the function holding it.
     func job(in stack: CapturedStack, functionStart: (UInt) -> UInt) -> PoolJob? {
-        let frames = stack.frames
+        // The machine frames: a job is the function the runner called, not its async callers.
+        let frames = stack.machineFrames
         // Return addresses point just past their call: inside (start, end].
         guard let i = frames.indices.dropFirst().first(where: { frames[$0] > start && frames[$0] <= end }) else {
             return nil

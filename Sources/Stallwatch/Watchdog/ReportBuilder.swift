@@ -54,8 +54,7 @@ struct ReportBuilder {
     }
 
     func describe(_ key: FrameKey) -> SymbolInfo {
-        let f = symbolizer.symbolize(UInt(key.address))
-        return SymbolInfo(module: f.module, moduleOffset: f.moduleOffset.map(UInt64.init), buildID: f.buildID, symbol: f.symbol)
+        symbolizer.symbolize(UInt(key.address)).info
     }
 
     func identity(_ thread: ThreadID, name known: String? = nil) -> ThreadIdentity {
@@ -126,10 +125,7 @@ struct ReportBuilder {
         for (i, a) in stack.frames.enumerated() {
             var f = symbolizer.symbolize(i == 0 || a == 0 ? a : a - 1)
             if i > 0 && a != 0 { f.moduleOffset = f.moduleOffset.map { $0 + 1 } }
-            out.append(ReportFrame(address: UInt64(a),
-                                   info: SymbolInfo(module: f.module, moduleOffset: f.moduleOffset.map(UInt64.init),
-                                                    buildID: f.buildID, symbol: f.symbol),
-                                   sampleCount: 1))
+            out.append(ReportFrame(address: UInt64(a), info: f.info, sampleCount: 1))
         }
         return out
     }

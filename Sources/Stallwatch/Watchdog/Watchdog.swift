@@ -172,6 +172,14 @@ public final class Watchdog: Sendable {
             }
             c.thread = thread
         }
+        // The async call chains of pool jobs: learnt from a probe job once per process.
+        AsyncChainLayout.learnInBackground { [logger, metrics, continuation, handler] why in
+            let message = "async callers are not shown in stacks: \(why)"
+            logger.error("async call chains are off", metadata: ["reason": "\(why)"])
+            metrics?.record(.error(message))
+            continuation.yield(.error(message))
+            handler?(.error(message))
+        }
         if !Self.symbolsPreloaded.exchange(true, ordering: .relaxed) {
             DispatchQueue.global(qos: .utility).async {
                 Symbolizer.shared.preloadMainExecutable()

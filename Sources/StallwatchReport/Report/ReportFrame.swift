@@ -16,6 +16,10 @@ public struct ReportFrame: Sendable, Equatable, Codable {
     /// The application's code or the system's, from the module (absent in files written before
     /// it was recorded: ``resolvedOrigin`` derives it then).
     public var origin: FrameOrigin?
+    /// `true` for a frame of a Swift async function: its callers once it resumed after an `await`
+    /// are read from the task's chain of async contexts, not from the machine stack; its
+    /// ``symbol`` is the async function's own name. Absent otherwise.
+    public var isAsync: Bool?
 
     /// Creates a frame from an address, what is known about it, and its sample count.
     public init(address: UInt64, info: SymbolInfo = .unknown, sampleCount: Int) {
@@ -26,6 +30,7 @@ public struct ReportFrame: Sendable, Equatable, Codable {
         self.symbol = info.symbol
         self.sampleCount = sampleCount
         self.origin = FrameOrigin(module: info.module)
+        self.isAsync = info.isAsync
     }
 
     /// ``origin``, or derived from the module for files that do not record it.

@@ -9,6 +9,9 @@ public struct SymbolInfo: Sendable, Equatable, Codable {
     public var buildID: String?
     /// The demangled function name.
     public var symbol: String?
+    /// `true` when the address is in a Swift async function (a frame read from the task's async
+    /// context chain, or the async function running on the thread); `nil` otherwise.
+    public var isAsync: Bool?
 
     /// Creates symbol information.
     public init(module: String? = nil, moduleOffset: UInt64? = nil, buildID: String? = nil, symbol: String? = nil) {

@@ -1,0 +1,110 @@
+// Learning where Swift's concurrency runtime resumes tasks, and that its async contexts read as
+// [parent, resume function] (sw_async.h). Never compiled in: a runtime whose layout differs is
+// found out here, once, instead of being misread in every sample.
+#include "sw_internal.h"
+#include "sw_async.h"
+
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <string.h>
+
+_Atomic uint64_t g_sw_async_resume_ra;
+static _Atomic int g_state;                  // 1 learnt, 0 not yet, -1 failed
+static _Atomic(const char *) g_why;
+static _Atomic uint64_t g_runner_lo, g_runner_hi;
+
+static int fail(const char *why, const char **out) {
+    atomic_store_explicit(&g_why, why, memory_order_relaxed);
+    atomic_store_explicit(&g_state, -1, memory_order_release);
+    if (out != NULL) *out = why;
+    return -1;
+}
+
+// The object holding `pc` (its load base), 0 when none.
+static uint64_t object_of(uint64_t pc, const char **path) {
+    Dl_info info;
+    if (dladdr((void *)(uintptr_t)pc, &info) == 0 || info.dli_fbase == NULL) return 0;
+    if (path != NULL) *path = info.dli_fname;
+    return (uint64_t)(uintptr_t)info.dli_fbase;
+}
+
+static int is_concurrency_runtime(const char *path) {
+    return path != NULL && strstr(path, "libswift_Concurrency") != NULL;
+}
+
+// Not inlined into its caller, and its frame kept: the records it reads are its caller's.
+SW_RAW_STACK_READER __attribute__((noinline)) int sw_async_learn(uint32_t depth, const char **why) {
+    int state = atomic_load_explicit(&g_state, memory_order_acquire);
+    if (state != 0) {
+        if (state < 0 && why != NULL) *why = atomic_load_explicit(&g_why, memory_order_relaxed);
+        return state;
+    }
+    // This function's record: [the caller's frame pointer, the return address into the caller].
+    const uint64_t *own = __builtin_frame_address(0);
+    uint64_t caller_pc = sw_arch_code_address(own[1]);
+    uint64_t record = own[0] & ~SW_ASYNC_FP_BIT;
+    uint64_t lo = 0, hi = 0;
+    if (!sw_maps_find((uint64_t)(uintptr_t)own, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
+        sw_maps_rebuild();
+        if (!sw_maps_find((uint64_t)(uintptr_t)own, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) return 0;
+    }
+    if (record < (uint64_t)(uintptr_t)own || record + 16 > hi || (record & 7) != 0) return 0;
+    // The caller's record: its return address is the runner's, when the runtime resumed it.
+    const uint64_t *caller = (const uint64_t *)(uintptr_t)record;
+    uint64_t runner_ra = sw_arch_code_address(caller[1]);
+    const char *runner_path = NULL;
+    if (object_of(runner_ra, &runner_path) == 0 || !is_concurrency_runtime(runner_path)) {
+        return 0; // called before a suspension, or from a synchronous caller: not this time
+    }
+    uint64_t runner_lo = 0, runner_hi = 0;
+    if (!sw_function_range(runner_ra - 1, &runner_lo, &runner_hi)) {
+        return fail("the concurrency runtime's job runner has no unwind-table entry", why);
+    }
+    // The chain: the caller's context below its record, then [parent, resume] pairs. The first
+    // resume function belongs to the caller's own code (its async caller, same object), and after
+    // `depth` of them the task's first context (parent null) resumes into the runtime.
+    const char *caller_path = NULL;
+    uint64_t caller_object = object_of(caller_pc, &caller_path);
+    if (caller_object == 0) return fail("the async function calling the probe is in no loaded object", why);
+    uint64_t ctx = caller[-1];
+    uint32_t links = 0, own_links = 0;
+    uint64_t last_resume = 0;
+    while (ctx != 0) {
+        if (links >= SW_ASYNC_MAX_FRAMES) return fail("the async context chain does not end", why);
+        uint64_t w[2];
+        if ((ctx & 7) != 0 || sw_read_own(w, ctx, 16) != 16) {
+            return fail("an async context is not readable where the extended frame layout puts it", why);
+        }
+        uint64_t resume = sw_arch_code_address(w[1]);
+        uint64_t resume_object = object_of(resume, NULL);
+        if (resume_object == 0) return fail("an async context's second word is not code (not a resume function)", why);
+        if (links < depth && resume_object != caller_object) {
+            return fail("the probe's async callers are not the first resume functions of its chain", why);
+        }
+        if (resume_object == caller_object) own_links++;
+        last_resume = resume;
+        links++;
+        ctx = w[0];
+    }
+    const char *last_path = NULL;
+    if (links <= depth || own_links < depth || object_of(last_resume, &last_path) == 0 ||
+        !is_concurrency_runtime(last_path)) {
+        return fail("the async context chain does not end in the concurrency runtime", why);
+    }
+    atomic_store_explicit(&g_runner_lo, runner_lo, memory_order_relaxed);
+    atomic_store_explicit(&g_runner_hi, runner_hi, memory_order_relaxed);
+    atomic_store_explicit(&g_sw_async_resume_ra, runner_ra, memory_order_release);
+    atomic_store_explicit(&g_state, 1, memory_order_release);
+    return 1;
+}
+
+int sw_async_state(const char **why) {
+    int state = atomic_load_explicit(&g_state, memory_order_acquire);
+    if (state < 0 && why != NULL) *why = atomic_load_explicit(&g_why, memory_order_relaxed);
+    return state;
+}
+
+void sw_async_runner(uint64_t *lo, uint64_t *hi) {
+    *lo = atomic_load_explicit(&g_runner_lo, memory_order_relaxed);
+    *hi = atomic_load_explicit(&g_runner_hi, memory_order_relaxed);
+}

@@ -1,0 +1,82 @@
+// The walk's part of Swift async call chains (sw_async.h): from the context of the async function
+// the runtime's job runner called, through each context's parent, to the task's first one.
+// Included by unwind_walk.c before the walk body, which it serves in both of its versions.
+#ifndef SW_ASYNC_CHAIN_H
+#define SW_ASYNC_CHAIN_H
+
+#include "sw_internal.h"
+
+// Two words of a context: [parent, resume function]. Contexts live in the task's allocator (heap),
+// not on the stack. async-signal-safe, no system call: only inside a readable, writable mapping
+// of the map table ([*lo, *hi) caches the last one: a task's contexts share few mappings). The
+// chain read is the interrupted task's own, in use while it is interrupted: nothing frees it.
+SW_RAW_STACK_READER static inline int sw_async_pair_live(uint64_t a, uint64_t *lo, uint64_t *hi, uint64_t w[2]) {
+    if ((a & 7) != 0) return 0;
+    if (a < *lo || a + 16 > *hi || a + 16 < a) {
+        if (!sw_maps_find(a, SW_MAP_READ | SW_MAP_WRITE, lo, hi) || a + 16 > *hi) return 0;
+    }
+    const volatile uint64_t *p = (const volatile uint64_t *)(uintptr_t)a;
+    w[0] = p[0];
+    w[1] = p[1];
+    return 1;
+}
+
+// The same off the sampled thread (a perf sample's copy, a blocked thread): the thread may have
+// moved on, so the words are read through the kernel (a short read, never a fault).
+// async-signal-safe (a system call).
+static inline int sw_async_pair_guarded(uint64_t a, uint64_t *lo, uint64_t *hi, uint64_t w[2]) {
+    (void)lo;
+    (void)hi;
+    if ((a & 7) != 0) return 0;
+    return sw_read_own(w, a, 16) == 16;
+}
+
+// async-signal-safe, no system call: a resume function must be code ([*lo, *hi) caches the last
+// executable mapping: the resume functions of one chain are mostly in one object).
+static inline int sw_async_is_code(uint64_t pc, uint64_t *lo, uint64_t *hi) {
+    if (pc >= *lo && pc < *hi) return 1;
+    return sw_maps_find(pc, SW_MAP_EXEC, lo, hi);
+}
+
+// Appends the chain that starts at `ctx` (the context of the function whose frame the runner
+// called): each context's resume function, stored as its entry + 1 (sw_stack_t.async_at). Leaves
+// one slot of `cap` for the machine frame that follows. Sets res->async_at/count/end, and the end
+// says where a chain stopped early. A first link without code where its resume function belongs
+// adds nothing: what sat below the record was no context. `guarded`: read through the kernel (off
+// the sampled thread).
+// async-signal-safe; no system call unless `guarded`.
+SW_RAW_STACK_READER static inline void sw_async_chain(uint64_t ctx, int guarded, uint64_t *out, uint32_t *count,
+                                                      uint32_t cap, sw_walk_result_t *res) {
+    uint32_t n = *count, at = n;
+    uint64_t hlo = 1, hhi = 0, xlo = 1, xhi = 0;
+    uint8_t end = SW_ASYNC_WHOLE;
+    for (uint32_t k = 0; ctx != 0; k++) {
+        if (k >= SW_ASYNC_MAX_FRAMES || n + 1 >= cap) {
+            end = SW_ASYNC_LIMIT;
+            break;
+        }
+        uint64_t w[2];
+        if (!(guarded ? sw_async_pair_guarded(ctx, &hlo, &hhi, w) : sw_async_pair_live(ctx, &hlo, &hhi, w))) {
+            end = SW_ASYNC_UNREADABLE;
+            break;
+        }
+        uint64_t resume = sw_arch_code_address(w[1]);
+        if (resume == 0 || !sw_async_is_code(resume, &xlo, &xhi)) {
+            end = SW_ASYNC_BAD_RESUME;
+            break;
+        }
+        out[n++] = resume + 1;
+        ctx = w[0];
+    }
+    if (end == SW_ASYNC_BAD_RESUME && n == at) {
+        // Not even the first link held code: whatever sat below the record was no context.
+        res->async_end = end;
+        return;
+    }
+    res->async_at = (uint16_t)at;
+    res->async_count = (uint8_t)(n - at);
+    res->async_end = end;
+    *count = n;
+}
+
+#endif

@@ -1,0 +1,166 @@
+import Glibc
+import Synchronization
+import Testing
+@testable import Stallwatch
+
+/// What a fixture task shares with its test: its thread, and when to stop.
+final class AsyncChainFixture: Sendable {
+    let thread = Atomic<Int32>(0)
+    let stop = Atomic<Bool>(false)
+    let blocking: Bool
+    init(blocking: Bool) { self.blocking = blocking }
+}
+
+@inline(never)
+func asyncFixtureCompute(_ f: AsyncChainFixture) -> UInt64 {
+    f.thread.store(ThreadID.current.rawValue, ordering: .releasing)
+    var x: UInt64 = 1
+    while !f.stop.load(ordering: .acquiring) {
+        if f.blocking {
+            usleep(20_000)
+        } else {
+            for _ in 0..<1000 { x = x &* 6364136223846793005 &+ 1442695040888963407 }
+        }
+    }
+    return x
+}
+
+// Each level suspends for real before calling the next: its callers are then only in the task's
+// async context chain.
+@inline(never)
+func asyncFixtureRepository(_ f: AsyncChainFixture) async -> UInt64 {
+    try? await Task.sleep(for: .milliseconds(2))
+    return asyncFixtureCompute(f) &+ 1
+}
+
+@inline(never)
+func asyncFixtureService(_ f: AsyncChainFixture) async -> UInt64 {
+    try? await Task.sleep(for: .milliseconds(2))
+    return await asyncFixtureRepository(f) &+ 1
+}
+
+@inline(never)
+func asyncFixtureRoute(_ f: AsyncChainFixture) async -> UInt64 {
+    try? await Task.sleep(for: .milliseconds(2))
+    return await asyncFixtureService(f) &+ 1
+}
+
+@inline(never)
+func asyncFixtureLevel(_ depth: Int, _ f: AsyncChainFixture) async -> UInt64 {
+    try? await Task.sleep(for: .milliseconds(1))
+    if depth <= 1 { return asyncFixtureCompute(f) }
+    return await asyncFixtureLevel(depth - 1, f) &+ 1
+}
+
+@Suite("Async call chains", .serialized)
+struct AsyncChainTests {
+    /// Runs `body` in a detached task until its thread is in `asyncFixtureCompute`, then hands the
+    /// thread to `look`.
+    func whileRunning<T>(_ fixture: AsyncChainFixture, _ body: @escaping @Sendable (AsyncChainFixture) async -> UInt64,
+                         _ look: (ThreadID) throws -> T) async throws -> T {
+        #expect(await AsyncChainLayout.learn() == .learnt)
+        let task = Task.detached { await body(fixture) }
+        defer { fixture.stop.store(true, ordering: .releasing) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while fixture.thread.load(ordering: .acquiring) == 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let tid = fixture.thread.load(ordering: .acquiring)
+        try #require(tid != 0, "the fixture never ran")
+        try await Task.sleep(for: .milliseconds(30))
+        let result = try look(ThreadID(rawValue: tid))
+        fixture.stop.store(true, ordering: .releasing)
+        _ = await task.value
+        return result
+    }
+
+    /// The symbols of a stack, innermost first, with their async marks.
+    func named(_ stack: CapturedStack) -> [(String, Bool)] {
+        Symbolizer.shared.symbolize(stack).map { ($0.symbol ?? "?", $0.isAsync == true) }
+    }
+
+    /// Checks the order compute ← repository ← service ← route, the three marked async.
+    func expectChain(_ stack: CapturedStack, _ context: String) {
+        let frames = named(stack)
+        let text = frames.enumerated().map { "#\($0) \($1.1 ? "[async] " : "")\($1.0)" }.joined(separator: "\n")
+        func index(_ part: String) -> Int? { frames.firstIndex { $0.0.contains(part) } }
+        let compute = index("asyncFixtureCompute"), repo = index("asyncFixtureRepository")
+        let service = index("asyncFixtureService"), route = index("asyncFixtureRoute")
+        #expect(compute != nil && repo != nil && service != nil && route != nil, "\(context):\n\(text)")
+        guard let compute, let repo, let service, let route else { return }
+        #expect(compute < repo && repo < service && service < route, "\(context):\n\(text)")
+        #expect(frames[repo].1 && frames[service].1 && frames[route].1, "\(context): not marked async\n\(text)")
+        #expect(!frames[repo].0.contains("partial function"), "\(context): \(frames[repo].0)")
+        #expect(stack.asyncEnd == .whole, "\(context): \(String(describing: stack.asyncEnd))")
+        // The callers read from contexts come right after the async function's own frame, and the
+        // machine stack goes on below them to the runtime's job runner.
+        if let chain = stack.asyncFrames {
+            #expect(chain.lowerBound == repo + 1 && chain.contains(service) && chain.contains(route), "\(context): \(chain)\n\(text)")
+            #expect(frames[chain.upperBound...].contains { $0.0.contains("swift_job_run") }, "\(context):\n\(text)")
+        } else {
+            Issue.record("\(context): no async frames\n\(text)")
+        }
+    }
+
+    @Test("a running job's stack goes on through its async callers (signal handler)")
+    func runningBySignal() async throws {
+        let sampler = try StackSampler()
+        let stack = try await whileRunning(AsyncChainFixture(blocking: false), asyncFixtureRoute) { tid in
+            try sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(500))
+        }
+        expectChain(stack, "signal")
+    }
+
+    @Test("a blocked job's stack goes on through its async callers (no signal)")
+    func blockedWithoutSignal() async throws {
+        let sampler = try StackSampler()
+        let stack = try await whileRunning(AsyncChainFixture(blocking: true), asyncFixtureRoute) { tid in
+            // The fixture sleeps 20 ms at a time: ask until a read finds it inside the call.
+            for _ in 0..<200 {
+                if let s = try? sampler.captureBlockedStack(of: tid), s.frames.count > 3 { return s }
+                usleep(1000)
+            }
+            throw SamplerError.busy
+        }
+        expectChain(stack, "blocked")
+    }
+
+    @Test("a running job's stack through its async callers, sampled by the kernel (perf)")
+    func runningByPerf() async throws {
+        let sampler = try StackSampler()
+        let result: Result<CapturedStack, SamplerError> = try await whileRunning(AsyncChainFixture(blocking: false), asyncFixtureRoute) { tid in
+            do throws(SamplerError) {
+                return .success(try sampler.perfCapture(tid, timeout: .milliseconds(500)))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let stack): expectChain(stack, "perf")
+        case .failure(let error) where error.isRefusal: print("perf events refused here: \(error)")
+        case .failure(let error): Issue.record("perf capture failed: \(error)")
+        }
+    }
+
+    @Test("each level of a deep chain is one async frame", arguments: [1, 3, 5])
+    func depth(_ depth: Int) async throws {
+        let sampler = try StackSampler()
+        let stack = try await whileRunning(AsyncChainFixture(blocking: false), { await asyncFixtureLevel(depth, $0) }) { tid in
+            try sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(500))
+        }
+        let frames = named(stack)
+        let levels = frames.filter { $0.0.contains("asyncFixtureLevel") }
+        #expect(levels.count == depth, "\(frames.map(\.0))")
+        #expect(levels.allSatisfy { $0.1 }, "\(frames)")
+        #expect(stack.asyncEnd == .whole)
+    }
+
+    @Test("a partial function's demangled name becomes the async function's own")
+    func names() {
+        #expect(AsyncFunctionName.clean("(2) await resume partial function for App.route() async -> Swift.Int") == ("App.route() async -> Swift.Int", true))
+        #expect(AsyncFunctionName.clean("(10) suspend resume partial function for closure #1 () async -> () in App") == ("closure #1 () async -> () in App", true))
+        #expect(AsyncFunctionName.clean("App.route() async -> Swift.Int") == ("App.route() async -> Swift.Int", false))
+        #expect(AsyncFunctionName.clean("(x) await resume partial function for f") == ("(x) await resume partial function for f", false))
+        #expect(AsyncFunctionName.clean("(") == ("(", false))
+    }
+}
