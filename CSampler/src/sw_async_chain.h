@@ -1,8 +1,10 @@
 // The walk's part of Swift async call chains (sw_async.h): from the context of the async function
 // the runtime's job runner called, through each context's parent, to the task's first one.
-// Included by unwind_walk.c before the walk body, which it serves in both of its versions.
-#ifndef SW_ASYNC_CHAIN_H
-#define SW_ASYNC_CHAIN_H
+// Included by unwind_walk.c once per version of the walk, with SW_ASYNC_CHAIN_NAME and
+// SW_ASYNC_PAIR defined: two functions, not a flag, so that the handler's call graph, which
+// scripts/check-handler-safety.py reads from the objects, holds no system call.
+#ifndef SW_ASYNC_CHAIN_READERS
+#define SW_ASYNC_CHAIN_READERS
 
 #include "sw_internal.h"
 
@@ -38,15 +40,16 @@ static inline int sw_async_is_code(uint64_t pc, uint64_t *lo, uint64_t *hi) {
     return sw_maps_find(pc, SW_MAP_EXEC, lo, hi);
 }
 
+#endif
+
 // Appends the chain that starts at `ctx` (the context of the function whose frame the runner
 // called): each context's resume function, stored as its entry + 1 (sw_stack_t.async_at). Leaves
 // one slot of `cap` for the machine frame that follows. Sets res->async_at/count/end, and the end
 // says where a chain stopped early. A first link without code where its resume function belongs
-// adds nothing: what sat below the record was no context. `guarded`: read through the kernel (off
-// the sampled thread).
-// async-signal-safe; no system call unless `guarded`.
-SW_RAW_STACK_READER static inline void sw_async_chain(uint64_t ctx, int guarded, uint64_t *out, uint32_t *count,
-                                                      uint32_t cap, sw_walk_result_t *res) {
+// adds nothing: what sat below the record was no context. SW_ASYNC_PAIR reads a context's words.
+// async-signal-safe; no system call with sw_async_pair_live.
+SW_RAW_STACK_READER static inline void SW_ASYNC_CHAIN_NAME(uint64_t ctx, uint64_t *out, uint32_t *count, uint32_t cap,
+                                                           sw_walk_result_t *res) {
     uint32_t n = *count, at = n;
     uint64_t hlo = 1, hhi = 0, xlo = 1, xhi = 0;
     uint8_t end = SW_ASYNC_WHOLE;
@@ -56,7 +59,7 @@ SW_RAW_STACK_READER static inline void sw_async_chain(uint64_t ctx, int guarded,
             break;
         }
         uint64_t w[2];
-        if (!(guarded ? sw_async_pair_guarded(ctx, &hlo, &hhi, w) : sw_async_pair_live(ctx, &hlo, &hhi, w))) {
+        if (!SW_ASYNC_PAIR(ctx, &hlo, &hhi, w)) {
             end = SW_ASYNC_UNREADABLE;
             break;
         }
@@ -78,5 +81,3 @@ SW_RAW_STACK_READER static inline void sw_async_chain(uint64_t ctx, int guarded,
     res->async_end = end;
     *count = n;
 }
-
-#endif

@@ -1,6 +1,7 @@
 // The body of the hybrid walk (unwind_walk.c), compiled twice: included with SW_WALK_NAME,
-// SW_WALK_FIND_ROW and SW_WALK_GUARDED defined. The handler's version reads unwind tables in place
-// and makes no system call; the guarded one (off the sampled thread) reads them through fault-safe
+// SW_WALK_FIND_ROW, SW_WALK_ASYNC_CHAIN and SW_WALK_GUARDED defined. The handler's version reads
+// unwind tables and async contexts in place and makes no system call; the guarded one (off the
+// sampled thread) reads them through fault-safe
 // copies and honours the walk's deadline. Two functions, not a flag, so that the handler's call
 // graph, which scripts/check-handler-safety.py reads from the objects, holds no system call.
 // No include guard on purpose.
@@ -259,7 +260,7 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
             // An async function the runtime resumed: its callers are in its context chain, the
             // context saved just below its frame record. Only the first chain of a stack is followed.
             uint64_t ctx;
-            if (record != 0 && stack_word(mem, record - 8, &ctx)) sw_async_chain(ctx, SW_WALK_GUARDED, out, &n, cap, res);
+            if (record != 0 && stack_word(mem, record - 8, &ctx)) SW_WALK_ASYNC_CHAIN(ctx, out, &n, cap, res);
             else res->async_end = SW_ASYNC_UNREADABLE;
         }
         out[n++] = next_pc;

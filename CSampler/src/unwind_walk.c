@@ -3,7 +3,6 @@
 // for the interrupted frame itself, whose prologue, epilogue or frameless leaf no frame record
 // describes. Shared by the signal handler (live stack) and the blocked-thread path (a copy).
 #include "sw_internal.h"
-#include "sw_async_chain.h"
 #include "sw_unwind_table.h"
 
 #include <string.h>
@@ -92,23 +91,38 @@ SW_RAW_STACK_READER static inline int root_memo_replay(const sw_walk_mem_t *mem,
     return 1;
 }
 
+#define SW_ASYNC_CHAIN_NAME sw_async_chain_live
+#define SW_ASYNC_PAIR sw_async_pair_live
+#include "sw_async_chain.h"
+#undef SW_ASYNC_CHAIN_NAME
+#undef SW_ASYNC_PAIR
+#define SW_ASYNC_CHAIN_NAME sw_async_chain_guarded
+#define SW_ASYNC_PAIR sw_async_pair_guarded
+#include "sw_async_chain.h"
+#undef SW_ASYNC_CHAIN_NAME
+#undef SW_ASYNC_PAIR
+
 // async-signal-safe, no system call: static tables, the object's unwind tables read in place, and
 // [mem->lo, mem->hi) only. For handlers on the sampled thread itself.
 #define SW_WALK_NAME sw_walk_live
 #define SW_WALK_FIND_ROW(pc, row, last) sw_cfi_find_row(pc, row, last)
+#define SW_WALK_ASYNC_CHAIN sw_async_chain_live
 #define SW_WALK_GUARDED 0
 #include "sw_walk_body.h"
 #undef SW_WALK_NAME
 #undef SW_WALK_FIND_ROW
+#undef SW_WALK_ASYNC_CHAIN
 #undef SW_WALK_GUARDED
 
 // async-signal-safe (system calls: fault-safe table reads, the clock): off the sampled thread.
 #define SW_WALK_NAME sw_walk_guarded
 #define SW_WALK_FIND_ROW(pc, row, last) sw_cfi_find_row_guarded(pc, row)
+#define SW_WALK_ASYNC_CHAIN sw_async_chain_guarded
 #define SW_WALK_GUARDED 1
 #include "sw_walk_body.h"
 #undef SW_WALK_NAME
 #undef SW_WALK_FIND_ROW
+#undef SW_WALK_ASYNC_CHAIN
 #undef SW_WALK_GUARDED
 
 // Not for handlers' use (its call graph holds both versions): picks by mem->guard_tables.
