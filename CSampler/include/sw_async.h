@@ -31,6 +31,10 @@ int sw_async_state(const char **why);
 /// The job runner's code range learnt, [*lo, *hi); both 0 while not learnt (tests, diagnostics).
 void sw_async_runner(uint64_t *lo, uint64_t *hi);
 
+/// For benchmarks: 0 makes walks pass async functions by as if nothing had been learnt (the same
+/// stack without its async callers), 1 follows the chains again. Learning is not undone.
+void sw_async_walks_enable(int on);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@ _Atomic uint64_t g_sw_async_resume_ra;
 static _Atomic int g_state;                  // 1 learnt, 0 not yet, -1 failed
 static _Atomic(const char *) g_why;
 static _Atomic uint64_t g_runner_lo, g_runner_hi;
+static _Atomic uint64_t g_learnt_ra; // kept while walks are switched off (sw_async_walks_enable)
 
 static int fail(const char *why, const char **out) {
     atomic_store_explicit(&g_why, why, memory_order_relaxed);
@@ -93,6 +94,7 @@ SW_RAW_STACK_READER __attribute__((noinline)) int sw_async_learn(uint32_t depth,
     }
     atomic_store_explicit(&g_runner_lo, runner_lo, memory_order_relaxed);
     atomic_store_explicit(&g_runner_hi, runner_hi, memory_order_relaxed);
+    atomic_store_explicit(&g_learnt_ra, runner_ra, memory_order_relaxed);
     atomic_store_explicit(&g_sw_async_resume_ra, runner_ra, memory_order_release);
     atomic_store_explicit(&g_state, 1, memory_order_release);
     return 1;
@@ -107,4 +109,9 @@ int sw_async_state(const char **why) {
 void sw_async_runner(uint64_t *lo, uint64_t *hi) {
     *lo = atomic_load_explicit(&g_runner_lo, memory_order_relaxed);
     *hi = atomic_load_explicit(&g_runner_hi, memory_order_relaxed);
+}
+
+void sw_async_walks_enable(int on) {
+    uint64_t ra = on ? atomic_load_explicit(&g_learnt_ra, memory_order_relaxed) : 0;
+    atomic_store_explicit(&g_sw_async_resume_ra, ra, memory_order_release);
 }

@@ -1,4 +1,5 @@
 import BenchSupport
+import CSampler
 import Foundation
 import Stallwatch
 import Synchronization
@@ -28,6 +29,14 @@ enum UnwindPath: String, CaseIterable {
     case unwindTable = "2 table frames in the middle"
     case pcOnly = "PC only (the handler's fixed part)"
     case bareRecords = "bare record walk (reading the records only)"
+    case asyncChain = "frame records + 5-deep async chain"
+    case asyncChainOff = "the same stack, async chain not followed"
+
+    /// Async functions above the spinner on the async paths: each suspended once, so they are
+    /// its callers only in the task's context chain.
+    static let asyncDepth = 5
+
+    var isAsync: Bool { self == .asyncChain || self == .asyncChainOff }
 
     /// Frames the ring keeps: one for the fixed part (the walk stops at the interrupted PC), the
     /// sampler's default otherwise.
@@ -49,6 +58,11 @@ private struct PathSample {
 
 func measureUnwindPaths(depth: Int, rounds: Int, seconds: Double) throws -> [UnwindPathFigures] {
     let sampler = try StackSampler()
+    let learnt = SpinnerState()
+    Task.detached { if await AsyncChainLayout.learn() == .learnt { learnt.done.store(true, ordering: .releasing) }; learnt.tid.store(1, ordering: .releasing) }
+    while learnt.tid.load(ordering: .acquiring) == 0 { usleep(1000) }
+    let paths = UnwindPath.allCases.filter { !$0.isAsync || learnt.done.load(ordering: .acquiring) }
+    if paths.count < UnwindPath.allCases.count { print("async chain paths skipped: \(AsyncChainLayout.state)") }
     var handler: [UnwindPath: [Double]] = [:]
     var frames: [UnwindPath: [Double]] = [:]
     var tables: [UnwindPath: [Double]] = [:]
@@ -56,7 +70,7 @@ func measureUnwindPaths(depth: Int, rounds: Int, seconds: Double) throws -> [Unw
     var reached: [UnwindPath: Int] = [:]
     let symbolizer = Symbolizer()
     for round in 0..<rounds {
-        let order = round % 2 == 0 ? UnwindPath.allCases : UnwindPath.allCases.reversed()
+        let order = round % 2 == 0 ? paths : paths.reversed()
         for path in order {
             let samples = try sampleSpinner(path: path, depth: depth, seconds: seconds, sampler: sampler, symbolizer: symbolizer)
             if round == 0 { continue } // the first round pays first touches: discarded
@@ -92,17 +106,24 @@ private func sampleSpinner(path: UnwindPath, depth: Int, seconds: Double, sample
     progress.initialize(to: 0)
     let state = SpinnerState()
     let words = (stop: UInt(bitPattern: stop), progress: UInt(bitPattern: progress))
-    let thread = Thread {
+    let spin: @Sendable () -> Void = {
         state.tid.store(ThreadID.current.rawValue, ordering: .releasing)
         if let s = UnsafePointer<Int32>(bitPattern: words.stop), let p = UnsafeMutablePointer<UInt64>(bitPattern: words.progress) {
             switch path {
-            case .framePointers, .pcOnly, .bareRecords: bench_spin_fp(Int32(depth), s, p)
+            case .framePointers, .pcOnly, .bareRecords, .asyncChain, .asyncChainOff: bench_spin_fp(Int32(depth), s, p)
             case .unwindTable: bench_spin_in_qsort(Int32(depth), s, p)
             }
         }
         state.done.store(true, ordering: .releasing)
     }
-    thread.start()
+    if path.isAsync {
+        // On a pool thread, under asyncDepth async functions that each suspended once.
+        Task.detached { await benchAsyncLevel(UnwindPath.asyncDepth, spin) }
+    } else {
+        Thread(block: spin).start()
+    }
+    sw_async_walks_enable(path == .asyncChainOff ? 0 : 1)
+    defer { sw_async_walks_enable(1) }
     while state.tid.load(ordering: .acquiring) == 0 { usleep(1000) }
     defer {
         stop.pointee = 1
@@ -119,7 +140,10 @@ private func sampleSpinner(path: UnwindPath, depth: Int, seconds: Double, sample
         // The caller of the frameless code: a frame of `descend` above qsort's frames.
         let names = symbolizer.symbolize(s).map { $0.symbol ?? "" }
         let reached: Bool
-        if let q = names.firstIndex(where: { $0.hasPrefix("qsort") || $0.hasPrefix("msort") }) {
+        if path.isAsync {
+            // Every async caller, outermost included.
+            reached = names.filter { $0.contains("benchAsyncLevel") }.count == UnwindPath.asyncDepth
+        } else if let q = names.firstIndex(where: { $0.hasPrefix("qsort") || $0.hasPrefix("msort") }) {
             reached = names[q...].contains { $0.contains("descend") }
         } else {
             reached = names.contains { $0.contains("descend") }
@@ -151,6 +175,15 @@ private func bareWalks(tid: Int32, seconds: Double) throws -> [PathSample] {
         PathSample(handlerMicroseconds: Double(walkNs[$0]) / 1000, frames: Int(frames[$0]), tableFrames: 0,
                    isWhole: false, callerReached: false)
     }
+}
+
+/// `depth` async functions, each suspending once before it calls the next, then `body`.
+@inline(never)
+private func benchAsyncLevel(_ depth: Int, _ body: @Sendable () -> Void) async {
+    await Task.yield()
+    if depth <= 1 { return body() }
+    await benchAsyncLevel(depth - 1, body)
+    blackHole(depth)
 }
 
 private final class SpinnerState: Sendable {
