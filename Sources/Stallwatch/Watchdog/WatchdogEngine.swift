@@ -355,10 +355,12 @@ final class WatchdogEngine {
     // MARK: - signal ownership
 
     /// Says once, as the watchdog starts, what a build without the sampler goes without; from then
-    /// on the rounds run as after a lost signal (no ring, no capture), and the ownership check that
-    /// finds the handler never installed stays quiet: it was said here.
+    /// on the rounds run as after a lost signal (no ring, no capture), and the checks that would
+    /// find the handler never installed, or blocked threads' requests unreadable, stay quiet: both
+    /// follow from what was said here.
     private func reportSamplingUnavailable() {
         signalLost = .notInstalled
+        blockedTagFailureReported = true
         logger.error("stack sampling is not available", metadata: ["reason": "\(SamplingSupport.unavailableMessage)"])
         emit(.error(SamplingSupport.unavailableMessage))
     }
