@@ -25,20 +25,22 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // The hot path: signal-based stack capture, thread facts, CPU clocks, NUMA. C11.
+        // The hot path: signal-based stack capture, thread facts, CPU clocks, NUMA. C11. Linux only
+        // behind include/sw_platform.h; elsewhere src/no_sampler.c answers "not available".
         .target(
             name: "CSampler",
             path: "CSampler",
             sources: ["src"],
             publicHeadersPath: "include",
             cSettings: [.define("_GNU_SOURCE")],
+            // Linux only: elsewhere the sampler's sources compile to nothing (sw_platform.h).
             linkerSettings: [
                 // libunwind-generic: Debian's link to this architecture's libunwind-<arch>, whose
                 // remote-unwind entry points (unw_init_remote, ...) are named after the architecture.
-                .linkedLibrary("unwind-generic"),
-                .linkedLibrary("unwind"),
-                .linkedLibrary("numa"),
-                .linkedLibrary("dl"),
+                .linkedLibrary("unwind-generic", .when(platforms: [.linux])),
+                .linkedLibrary("unwind", .when(platforms: [.linux])),
+                .linkedLibrary("numa", .when(platforms: [.linux])),
+                .linkedLibrary("dl", .when(platforms: [.linux])),
             ]
         ),
         // gzip (pprof exports) and xz (MiniDebugInfo) through the system's zlib and liblzma.

@@ -28,6 +28,8 @@ fi
 if [ "$#" -eq 0 ]; then
   # CSampler's C hot path built for aarch64 and run under qemu-user, and the same test natively.
   scripts/cross-arch.sh
+  # The package as it builds off Linux (STALLWATCH_PORTABLE_ONLY), with its own test suite.
+  scripts/portable-check.sh
   # AddressSanitizer over the whole package and UBSan over the C target: a service built with
   # -sanitize=address must be able to use Stallwatch (its raw-stack readers are exempt from ASan,
   # see SW_RAW_STACK_READER). Leak detection is off: Foundation's Process leaks a weak reference on

@@ -4,6 +4,8 @@
 // (signal(7); measured: a 400 ms usleep returned after 50 ms when the signal came). The kernel
 // already tells its SP and PC (/proc/self/task/TID/syscall); the PC is inside a libc wrapper built
 // without frame pointers, which the unwind tables walk through (sw_walk).
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_internal.h"
 
 #include <errno.h>
@@ -257,3 +259,5 @@ void sw_recover_leaf_caller(sw_stack_t *st) {
         return;
     }
 }
+
+#endif // SW_PLATFORM_SAMPLES

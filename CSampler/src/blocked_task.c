@@ -19,6 +19,8 @@
 // gives a failed read, not a fault). The thread may have run meanwhile; the tag counts only if the
 // thread is still in the same system call at the same SP and PC and has not been scheduled since
 // the first read. Nothing here runs in a signal handler.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_internal.h"
 #include "sw_threads.h"
 
@@ -405,3 +407,5 @@ void sw_blocked_tag_stats(uint64_t *reads, uint64_t *tagged, uint64_t *discarded
     if (tagged != NULL) *tagged = atomic_load_explicit(&g_tagged, memory_order_relaxed);
     if (discarded != NULL) *discarded = atomic_load_explicit(&g_discarded, memory_order_relaxed);
 }
+
+#endif // SW_PLATFORM_SAMPLES

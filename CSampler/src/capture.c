@@ -1,5 +1,7 @@
 // Capture one thread's stack by request and answer: claim a slot, signal the thread, wait for its
 // handler's answer, unwind the answer here. The caller's timeout covers all of it.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_requests.h"
 
 #include <string.h>
@@ -106,3 +108,4 @@ int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t
     return SW_ERR_TIMED_OUT;
 }
 
+#endif // SW_PLATFORM_SAMPLES

@@ -1,4 +1,6 @@
 // Per-thread CPU time from the kernel's CPU clocks: one clock_gettime, no /proc parsing.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_cpuclock.h"
 
 #include <errno.h>
@@ -45,3 +47,5 @@ int sw_process_cpu_time_ns(uint64_t *ns) {
     *ns = to_ns(&ts);
     return 0;
 }
+
+#endif // SW_PLATFORM_SAMPLES

@@ -1,5 +1,7 @@
 // Frame-pointer walk: ~1 ns a frame, complete through SwiftPM-built code and the Swift runtime,
 // stops at the first function built without frame pointers (glibc, ld.so).
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_internal.h"
 
 
@@ -61,3 +63,5 @@ SW_RAW_STACK_READER int sw_fp_walk_context(uint64_t pc, uint64_t sp, uint64_t fp
 #endif
     return sw_fp_walk(fp, sp, hi, out, count, cap);
 }
+
+#endif // SW_PLATFORM_SAMPLES

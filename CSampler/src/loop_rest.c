@@ -1,5 +1,7 @@
 // The watchdog's sleep while its event loops rest (see sw_loop_rest.h). Never on a signal
 // handler's path.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_loop_rest.h"
 
 #include <errno.h>
@@ -111,3 +113,5 @@ int sw_loop_rest_wait(int set, uint32_t seen, int64_t timeout_ns, uint64_t *fire
     }
     return count;
 }
+
+#endif // SW_PLATFORM_SAMPLES

@@ -1,5 +1,7 @@
 // The memory-map table: where thread stacks and code are, so that walkers in a signal handler
 // only ever read memory that is mapped. Built from /proc/self/maps without malloc.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_internal.h"
 #include "sw_unwind_table.h"
 
@@ -242,3 +244,5 @@ uint64_t sw_maps_generation(void) {
 int sw_maps_refresh(void) {
     return sw_maps_rebuild();
 }
+
+#endif // SW_PLATFORM_SAMPLES

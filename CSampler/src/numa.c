@@ -1,5 +1,7 @@
 // NUMA facts. libnuma allocates and reads sysfs on most calls, so everything a hot path needs
 // (cpu -> node) is copied once into static tables that a signal handler can read.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_numa.h"
 
 #include <errno.h>
@@ -188,3 +190,5 @@ int sw_current_cpu(void) {
     errno = saved;
     return result;
 }
+
+#endif // SW_PLATFORM_SAMPLES

@@ -1,6 +1,8 @@
 // Reading this process's own memory without trusting a snapshot of its map: the kernel is asked,
 // so a mapping that went away after /proc/self/maps was read costs a short read, never a SIGSEGV
 // inside the service Stallwatch is linked into.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_internal.h"
 
 #include <errno.h>
@@ -93,3 +95,5 @@ size_t sw_read_own(void *dst, uint64_t src, size_t len) {
     errno = saved;
     return r < 0 ? 0 : (size_t)r;
 }
+
+#endif // SW_PLATFORM_SAMPLES

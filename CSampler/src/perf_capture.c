@@ -5,6 +5,8 @@
 //
 // Refused where perf_event_open is (perf_event_paranoid > 2, seccomp in containers): the caller
 // gets -errno and says so.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_internal.h"
 #include "sw_perf_regs.h"
 #include "sw_unwind_table.h"
@@ -187,3 +189,5 @@ int sw_capture_perf(int32_t tid, uint32_t max_frames, int64_t timeout_ns, sw_sta
     out->latency_ns = (uint64_t)(sw_now_ns() - start);
     return rc;
 }
+
+#endif // SW_PLATFORM_SAMPLES

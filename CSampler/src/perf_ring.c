@@ -3,6 +3,8 @@
 // where that chain stops early (code without frame pointers: Debian's libc, libcrypto, zlib), the
 // registers and the stack copy taken with the same sample feed the hybrid walk (unwind_walk.c,
 // guarded: it runs off the sampled thread), as sw_capture_perf does for one-off captures.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_perf_ring.h"
 #include "sw_internal.h"
 #include "sw_perf_regs.h"
@@ -308,3 +310,5 @@ int sw_perf_ring_release(int ring) {
     pthread_mutex_unlock(&g_prings_lock);
     return 0;
 }
+
+#endif // SW_PLATFORM_SAMPLES

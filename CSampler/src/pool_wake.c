@@ -1,5 +1,7 @@
 // The enqueue hook. Never on a signal handler's path; on every global enqueue of the process, so
 // its common path is one relaxed load and a call of what was there before.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_pool_wake.h"
 
 #include <dlfcn.h>
@@ -177,3 +179,5 @@ void sw_pool_wake_wait(uint32_t seen, int64_t timeout_ns) {
 uint64_t sw_pool_wake_enqueued_at(void) { return atomic_load_explicit(&g_woken_at, memory_order_relaxed); }
 
 uint64_t sw_pool_wake_count(void) { return atomic_load_explicit(&g_wakes, memory_order_relaxed); }
+
+#endif // SW_PLATFORM_SAMPLES

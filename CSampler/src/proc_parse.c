@@ -1,4 +1,6 @@
 // Parsers of /proc task files (see proc_parse.h). async-signal-safe: in-place parsing only.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "proc_parse.h"
 
 #include <errno.h>
@@ -83,3 +85,5 @@ int sw_parse_schedstat(const char *buf, uint64_t *run_ns, uint64_t *wait_ns, uin
     if (p != NULL) p = parse_uint64(skip_spaces(p), timeslices);
     return p == NULL ? -EPROTO : 0;
 }
+
+#endif // SW_PLATFORM_SAMPLES

@@ -6,6 +6,8 @@
 // same thread's _dl_close_worker) — and its caches take locks. Here libunwind runs in the requesting
 // thread, and finds tables with _dl_find_object (lock-free, always current after dlclose/dlopen),
 // so neither the handler nor the requester ever waits on the loader lock.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_internal.h"
 
 #include <dlfcn.h>
@@ -247,3 +249,5 @@ int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_
     pthread_mutex_unlock(&g_unwind_lock);
     return 0;
 }
+
+#endif // SW_PLATFORM_SAMPLES

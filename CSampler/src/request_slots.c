@@ -5,6 +5,8 @@
 // The signal's si_value carries (magic, generation, slot index). The handler claims the slot with
 // one compare-and-swap from ARMED to CAPTURING for *its* generation; a late handler whose request
 // was abandoned or reused loses that CAS and touches nothing else. Slots are never freed.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_requests.h"
 
 #include <errno.h>
@@ -273,3 +275,5 @@ void sw_slots_release(uint32_t token) {
     atomic_store_explicit(&g_release, token + 1, memory_order_release);
     sw_futex_wake_all(&g_release);
 }
+
+#endif // SW_PLATFORM_SAMPLES

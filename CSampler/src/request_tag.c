@@ -2,6 +2,8 @@
 // a plain integer Stallwatch's StallAttribution sets around a request), read by the handler on the
 // thread it interrupted. The tag is only an integer: the watchdog maps it back to the request's
 // facts through its own registry, so nothing read here is ever dereferenced later.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_internal.h"
 
 #include <stdatomic.h>
@@ -49,3 +51,5 @@ uint64_t sw_request_tag_read(void) {
     const uint64_t *value = swift_task_localValueGet(key);
     return value == NULL ? 0 : *value;
 }
+
+#endif // SW_PLATFORM_SAMPLES

@@ -1,6 +1,8 @@
 // Which threads a request can be sent to: not one that blocks the signal (libdispatch threads
 // block nearly all), not one whose stack is newer than the memory-map table; and, when a thread
 // stays silent, why.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_requests.h"
 
 #include <errno.h>
@@ -112,3 +114,4 @@ int sw_request_validate(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames
     return 0;
 }
 
+#endif // SW_PLATFORM_SAMPLES

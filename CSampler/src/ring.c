@@ -1,4 +1,6 @@
 // Timer-driven sampling rings (see sw_ring.h).
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_ring.h"
 #include "sw_cpuclock.h"
 #include "sw_internal.h"
@@ -228,3 +230,5 @@ int64_t sw_ring_read(int ring, uint64_t *next_seq, sw_stack_t *out, uint32_t max
     *next_seq = n;
     return lost;
 }
+
+#endif // SW_PLATFORM_SAMPLES

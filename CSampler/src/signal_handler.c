@@ -1,6 +1,8 @@
 // The sampling signal's handler: one small dispatcher. Request answers go to request_slots.c,
 // timer ticks to ring.c, everything else to the handler that was installed before ours
 // (signal_owner.c, which installs this one and knows nothing of what it calls).
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_internal.h"
 
 #include <errno.h>
@@ -48,3 +50,5 @@ int sw_sampler_handler_state(void) {
 int sw_sampler_reclaim(void) {
     return sw_signal_reclaim(sw_signal_handler);
 }
+
+#endif // SW_PLATFORM_SAMPLES

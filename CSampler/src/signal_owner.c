@@ -2,6 +2,8 @@
 // signal that is not ours), and whether somebody else took it over since (an application or a
 // profiler that calls sigaction after us). A leaf: it calls into no other file of CSampler, and the
 // handler it installs is handed to it (signal_handler.c).
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_internal.h"
 
 #include <errno.h>
@@ -134,3 +136,5 @@ pid_t sw_signal_owner_pid(void) {
 uint64_t sw_signal_chained_count(void) {
     return atomic_load_explicit(&g_stat_chained, memory_order_relaxed);
 }
+
+#endif // SW_PLATFORM_SAMPLES

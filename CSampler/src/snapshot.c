@@ -1,6 +1,8 @@
 // Held-still snapshots: every listed thread captures its stack and then parks in its handler
 // until released (or until its own deadline), so the stacks are read as one consistent moment.
 // One snapshot at a time.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_requests.h"
 
 #include <pthread.h>
@@ -130,3 +132,5 @@ int sw_snapshot_release(void) {
     atomic_store(&g_snapshot_active, 0);
     return consistent;
 }
+
+#endif // SW_PLATFORM_SAMPLES

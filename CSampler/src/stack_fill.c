@@ -1,5 +1,7 @@
 // What a handler records about the thread it interrupted: the PC, the SP and, for frame pointers,
 // the checked walk. Shared by request answers (request_slots.c) and timer ticks (ring.c).
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_internal.h"
 #include "sw_threads.h"
 #include "sw_unwind_table.h"
@@ -234,3 +236,5 @@ int sw_capture_self(sw_stack_t *out, uint32_t max_frames) {
     out->table_frames = 0;
     return 0;
 }
+
+#endif // SW_PLATFORM_SAMPLES

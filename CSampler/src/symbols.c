@@ -1,3 +1,5 @@
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_symbols.h"
 
 #include <dlfcn.h>
@@ -37,3 +39,5 @@ uint64_t sw_main_entry(void) {
 uint64_t sw_vdso_base(void) {
     return (uint64_t)getauxval(AT_SYSINFO_EHDR);
 }
+
+#endif // SW_PLATFORM_SAMPLES

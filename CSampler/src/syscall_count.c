@@ -1,4 +1,6 @@
 // A thread's system calls counted by the kernel (see sw_syscall_count.h).
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_syscall_count.h"
 
 #include <errno.h>
@@ -76,3 +78,5 @@ void sw_syscall_counter_close(sw_syscall_counter_t *c) {
     c->all_fd = -1;
     c->sigreturn_fd = -1;
 }
+
+#endif // SW_PLATFORM_SAMPLES

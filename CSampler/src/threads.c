@@ -1,6 +1,8 @@
 // Thread facts from /proc/self/task without signalling the thread.
 // No malloc and no stdio: everything goes through fixed stack buffers and raw open/read/close,
 // so the watchdog can call these while other threads are parked or hold the allocator lock.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_threads.h"
 #include "proc_parse.h"
 
@@ -331,3 +333,5 @@ int sw_process_memory(uint64_t *rss_bytes, uint64_t *vm_bytes) {
     *rss_bytes = resident_pages * (uint64_t)page;
     return 0;
 }
+
+#endif // SW_PLATFORM_SAMPLES

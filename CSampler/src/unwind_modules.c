@@ -1,6 +1,8 @@
 // Which loaded objects keep frame pointers: the walk follows frame records through those (about a
 // nanosecond a frame) and the unwind table through the others. Built outside handlers; read by
 // them under a sequence number, like the memory-map table.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -157,3 +159,5 @@ int sw_module_lookup(uint64_t pc, uint64_t *lo_out, uint64_t *hi_out) {
 uint64_t sw_modules_unknown_count(void) {
     return atomic_load_explicit(&g_unknown, memory_order_relaxed);
 }
+
+#endif // SW_PLATFORM_SAMPLES

@@ -9,6 +9,8 @@
 // mapped. Off the sampled thread (a perf sample or a blocked thread walked after the fact) the
 // thread may have moved on and dlclosed that object: there every table byte is first copied with
 // a fault-safe read (`guarded`), and an unmapped table ends the walk instead of the process.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -626,3 +628,5 @@ int sw_cfi_fp_share(uint64_t hdr, uint32_t sample) {
     }
     return seen == 0 ? -1 : (int)(fp * 1000 / seen);
 }
+
+#endif // SW_PLATFORM_SAMPLES

@@ -2,6 +2,8 @@
 // unwind table (.eh_frame) where it does not — Debian's libc, libcrypto, libz, libsqlite3 — and
 // for the interrupted frame itself, whose prologue, epilogue or frameless leaf no frame record
 // describes. Shared by the signal handler (live stack) and the blocked-thread path (a copy).
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_internal.h"
 #include "sw_unwind_table.h"
 
@@ -131,3 +133,5 @@ int sw_walk(const sw_walk_regs_t *regs, const sw_walk_mem_t *mem, int outer, uin
     return mem->guard_tables ? sw_walk_guarded(regs, mem, outer, out, count, cap, res)
                              : sw_walk_live(regs, mem, outer, out, count, cap, res);
 }
+
+#endif // SW_PLATFORM_SAMPLES

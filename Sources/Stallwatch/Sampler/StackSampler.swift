@@ -67,8 +67,14 @@ package final class StackSampler: Sendable {
     private let blockedBuffer = BlockedCaptureBuffer()
 
     /// Installs the handler (or reuses the one installed by an earlier sampler with the same signal).
+    /// Where nothing samples (``SamplingSupport``) nothing is installed: the sampler exists so a
+    /// watchdog runs, and every capture fails as it does before installation.
     package init(configuration: Configuration = Configuration()) throws(SamplerError) {
         try configuration.validate()
+        guard SamplingSupport.isAvailable else {
+            self.configuration = configuration
+            return
+        }
         let rc = sw_sampler_install(configuration.signal, configuration.chainExistingHandler ? 1 : 0)
         switch rc {
         case 0: break

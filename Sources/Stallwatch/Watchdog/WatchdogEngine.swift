@@ -102,7 +102,7 @@ final class WatchdogEngine {
         self.governor = SamplingGovernor(configuration, cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         self.sampling = (configuration.sampleInterval, .configured)
         self.schedule = DetectionSchedule(configuration: configuration)
-        if configuration.watchPoolJobs {
+        if configuration.watchPoolJobs, SamplingSupport.isAvailable {
             let watcher = PoolJobWatcher(sampler: sampler, symbolizer: .shared,
                                          inconclusiveSignalAfter: configuration.threshold / 5)
             if watcher.isAvailable {
@@ -122,6 +122,7 @@ final class WatchdogEngine {
             poolWatcher = nil
             poolRest = PoolRest(installed: false)
         }
+        if !SamplingSupport.isAvailable { reportSamplingUnavailable() }
     }
 
     /// Brings the monitor set in line with the registered loops.
@@ -352,6 +353,17 @@ final class WatchdogEngine {
     }
 
     // MARK: - signal ownership
+
+    /// Says once, as the watchdog starts, what a build without the sampler goes without; from then
+    /// on the rounds run as after a lost signal (no ring, no capture), and the checks that would
+    /// find the handler never installed, or blocked threads' requests unreadable, stay quiet: both
+    /// follow from what was said here.
+    private func reportSamplingUnavailable() {
+        signalLost = .notInstalled
+        blockedTagFailureReported = true
+        logger.error("stack sampling is not available", metadata: ["reason": "\(SamplingSupport.unavailableMessage)"])
+        emit(.error(SamplingSupport.unavailableMessage))
+    }
 
     /// How often the signal's handler is checked while nothing is sampled and no signal is sent.
     static let signalCheckPeriod = Duration.seconds(1)

@@ -1,0 +1,1 @@
+../../../StallwatchNIOTests/DocSnippets.swift

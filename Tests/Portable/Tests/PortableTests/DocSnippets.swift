@@ -1,0 +1,1 @@
+../../../StallwatchTests/DocSnippets.swift
