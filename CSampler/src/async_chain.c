@@ -1,6 +1,8 @@
 // Learning where Swift's concurrency runtime resumes tasks, and that its async contexts read as
 // [parent, resume function] (sw_async.h). Never compiled in: a runtime whose layout differs is
 // found out here, once, instead of being misread in every sample.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_internal.h"
 #include "sw_async.h"
 
@@ -115,3 +117,5 @@ void sw_async_walks_enable(int on) {
     uint64_t ra = on ? atomic_load_explicit(&g_learnt_ra, memory_order_relaxed) : 0;
     atomic_store_explicit(&g_sw_async_resume_ra, ra, memory_order_release);
 }
+
+#endif // SW_PLATFORM_SAMPLES

@@ -7,6 +7,7 @@
 // macOS.
 #include "sw_platform.h"
 #if !SW_PLATFORM_SAMPLES
+#include "sw_async.h"
 #include "sw_capture.h"
 #include "sw_cpuclock.h"
 #include "sw_loop_rest.h"
@@ -353,5 +354,22 @@ void sw_pool_wake_wait(uint32_t seen, int64_t timeout_ns) {
 }
 uint64_t sw_pool_wake_enqueued_at(void) { return 0; }
 uint64_t sw_pool_wake_count(void) { return 0; }
+
+// sw_async.h: no stacks are taken here, so no async callers are read either.
+static const char *const no_async = "no stacks are taken on this platform";
+int sw_async_learn(uint32_t depth, const char **why) {
+    (void)depth;
+    if (why != NULL) *why = no_async;
+    return -1;
+}
+int sw_async_state(const char **why) {
+    if (why != NULL) *why = no_async;
+    return -1;
+}
+void sw_async_runner(uint64_t *lo, uint64_t *hi) {
+    *lo = 0;
+    *hi = 0;
+}
+void sw_async_walks_enable(int on) { (void)on; }
 
 #endif // !SW_PLATFORM_SAMPLES

@@ -125,7 +125,9 @@ struct Show: ParsableCommand {
     static func frameText(_ f: ReportFrame) -> String {
         let text = FrameText.describe(symbol: f.symbol, module: f.module, offset: f.moduleOffset?.value)
         let module = f.symbol == nil ? "" : f.module.map { "  (\(($0 as NSString).lastPathComponent))" } ?? ""
-        return (f.resolvedOrigin == .system ? "[sys] " : "") + TerminalSafeText.escaped(text + module)
+        // An async function's frame: its callers below it come from the task's async contexts.
+        let marks = (f.resolvedOrigin == .system ? "[sys] " : "") + (f.isAsync == true ? "[async] " : "")
+        return marks + TerminalSafeText.escaped(text + module)
     }
 }
 

@@ -172,19 +172,26 @@ public final class Watchdog: Sendable {
             }
             c.thread = thread
         }
-        // The async call chains of pool jobs: learnt from a probe job once per process.
+        // The async call chains of pool jobs: learnt from a probe job once per process, where
+        // stacks are sampled at all (elsewhere the start message says what is missing).
+        if SamplingSupport.isAvailable { learnAsyncChains() }
+        if !Self.symbolsPreloaded.exchange(true, ordering: .relaxed) {
+            DispatchQueue.global(qos: .utility).async {
+                Symbolizer.shared.preloadMainExecutable()
+                Symbolizer.shared.preloadRuntimeLibraries()
+            }
+        }
+    }
+
+    /// Learns how to read async call chains (once per process); a failure is an error event and a
+    /// log line, and stacks then end at the first `await` that suspended.
+    private func learnAsyncChains() {
         AsyncChainLayout.learnInBackground { [logger, metrics, continuation, handler] why in
             let message = "async callers are not shown in stacks: \(why)"
             logger.error("async call chains are off", metadata: ["reason": "\(why)"])
             metrics?.record(.error(message))
             continuation.yield(.error(message))
             handler?(.error(message))
-        }
-        if !Self.symbolsPreloaded.exchange(true, ordering: .relaxed) {
-            DispatchQueue.global(qos: .utility).async {
-                Symbolizer.shared.preloadMainExecutable()
-                Symbolizer.shared.preloadRuntimeLibraries()
-            }
         }
     }
 
