@@ -66,5 +66,16 @@ expect("an unmatched report is a MISS", verdict["0 reports matching no injected 
 expect("a no-injection report is a false positive", verdict["0 false positives under wrk with no injection"] is False)
 expect("a silent 0.7x stall passes its goal", verdict["stalls <= 0.8x threshold reported 0 times"] is True)
 expect("nearest-rank p99 of 3 values is the largest", matrix.pct([1, 5, 3], 99) == 5)
+expect("every count goal is one the summary makes", matrix.COUNT_GOALS <= set(verdict))
+chain = ["blockOnCPU", "computeUnderAsyncChain", "closure in timedInjection", "chainRepository() async",
+         "chainService() async", "chainRoute() async", "swift_job_run"]
+expect("an async chain named in order counts", matrix.named_in_order(matrix.ASYNC_CHAINS["async3"], chain))
+expect("an async chain cut at the first await does not count",
+       not matrix.named_in_order(matrix.ASYNC_CHAINS["async3"], chain[:4] + chain[6:]))
+expect("an async chain named out of order does not count",
+       not matrix.named_in_order(matrix.ASYNC_CHAINS["async3"], [chain[0], chain[1], chain[4], chain[3], chain[5]]))
+a5 = injection("async5", 0, 1500, 7, where="pool")
+a5["reports"] = [report("a5", 0, 1500, 7, loop="cooperative-pool-job", cause="cpuBound", symbols=chain)]
+expect("a 5-deep chain whose outer levels are missing is not named", matrix.evaluate(a5, {})["functionPresent"] is False)
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

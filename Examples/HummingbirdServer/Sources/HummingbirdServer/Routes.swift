@@ -31,7 +31,9 @@ func addRoutes(to router: Router<BasicRequestContext>) {
     // The fault-injection matrix's labelled stalls, as pool jobs; the answer says when and where.
     router.get("/inject/:kind") { request, context -> String in
         let milliseconds = request.uri.queryParameters.get("ms", as: Int.self) ?? 1500
-        guard let answer = injectingHandler(kind: context.parameters.get("kind") ?? "", milliseconds: milliseconds) else {
+        let kind = context.parameters.get("kind") ?? ""
+        if let answer = await runAsyncInjection(kind: kind, milliseconds: milliseconds) { return answer }
+        guard let answer = injectingHandler(kind: kind, milliseconds: milliseconds) else {
             throw HTTPError(.notFound)
         }
         return answer

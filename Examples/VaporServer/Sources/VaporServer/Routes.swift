@@ -29,7 +29,9 @@ func addRoutes(to app: Application) {
     // closure, on Vapor's event loop itself; the answer says when and where.
     app.get("inject", ":kind") { request async throws -> String in
         let milliseconds = request.query[Int.self, at: "ms"] ?? 1500
-        guard let answer = injectingHandler(kind: request.parameters.get("kind") ?? "", milliseconds: milliseconds) else {
+        let kind = request.parameters.get("kind") ?? ""
+        if let answer = await runAsyncInjection(kind: kind, milliseconds: milliseconds) { return answer }
+        guard let answer = injectingHandler(kind: kind, milliseconds: milliseconds) else {
             throw Abort(.notFound)
         }
         return answer
