@@ -33,18 +33,12 @@ if [ "$#" -eq 0 ]; then
   # AddressSanitizer over the whole package and UBSan over the C target: a service built with
   # -sanitize=address must be able to use Stallwatch (its raw-stack readers are exempt from ASan,
   # see SW_RAW_STACK_READER). Leak detection is off: Foundation's Process leaks a weak reference on
-  # every run (not ours). Skipped here: the timing-based end-to-end suites (ASan makes everything
-  # 2-3x slower; the first symbol-table load of the test binary takes ~9 s, during which the watchdog
-  # is blind), one check of exact frames that ASan's read() interceptor hides from the scan, and
-  # the check that every sample of varied work is walked to its root: about 5 in 144 samples land
-  # inside ASan's own allocator, whose walks end early (reported as unreadable, never misnamed).
-  # The storm's memory bound (ASan's quarantine keeps freed memory: +119 MiB RSS). Also the episode and tick timings (millisecond bounds; ASan's CI run failed one by 15 ms), and the foreign-library stacks: ASan's interceptors of memset, regexec,
-  # read… are frames of their own between the caller and the library, and it doubles the CPU time.
+  # every run (not ours). What it skips, each with its reason: scripts/asan-skip.txt.
   swift build --build-tests --scratch-path .build-asan -Xswiftc -sanitize=address \
     -Xcc -fsanitize=address,undefined -Xcc -fno-sanitize-recover=undefined
   ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     swift test --skip-build --scratch-path .build-asan --no-parallel \
-    --skip 'WatchdogEndToEndTests|WatchdogDeliveryTests|PoolJobTests|BusyLoopTests|SignalOwnershipTests/takenOver|blockedInRead|variedCodeWalksToTheRoot|EpisodeTests|MixedPoolJobTests|ForeignLibraryStallTests|TickTimerTests|HostAdversityTests/stallStorm'
+    --skip "$(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' scripts/asan-skip.txt | paste -sd '|')"
   # The DocC catalogs (Sources/*/*.docc): every link resolves, no warning.
   swift package generate-documentation --target Stallwatch --target StallwatchReport --warnings-as-errors
   # libFuzzer on the /proc parsers and the report decoder, a minute each; earlier crashes replayed.

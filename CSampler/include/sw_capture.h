@@ -227,6 +227,9 @@ typedef struct sw_sampler_stats {
     /// Captures whose stack bound was asked of the kernel (mincore) in the handler: only stacks not
     /// below their thread pointer (the main thread, coroutine stacks); 0 for ordinary threads.
     uint64_t kernel_bound_checks;
+    /// Capture requests signalled to a thread (each one signal, whatever became of it): what the
+    /// process's requesters, the watchdog first, cost the threads they interrupt.
+    uint64_t sent;
 } sw_sampler_stats_t;
 
 void sw_sampler_stats(sw_sampler_stats_t *out);

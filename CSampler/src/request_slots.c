@@ -27,7 +27,7 @@ static _Atomic uint32_t g_next_slot;
 static _Atomic int32_t g_armed;                  // slots in ARMED state, for the coalescing scan
 static _Atomic uint32_t g_release;               // parked handlers wait while it equals their token
 static uint32_t g_token;
-static _Atomic uint64_t g_stat_handled, g_stat_late, g_stat_timeouts, g_stat_park_timeouts;
+static _Atomic uint64_t g_stat_handled, g_stat_late, g_stat_timeouts, g_stat_park_timeouts, g_stat_sent;
 
 sw_slot_t *sw_slot(int idx) { return &g_slots[idx]; }
 int sw_slot_index(const sw_slot_t *s) { return (int)(s - g_slots); }
@@ -170,6 +170,7 @@ void sw_sampler_stats(sw_sampler_stats_t *out) {
     out->cut_at_unmapped = sw_stack_fill_cut_count();
     out->unverified = sw_mapped_unverified_count();
     out->kernel_bound_checks = sw_stack_bounds_checks();
+    out->sent = atomic_load(&g_stat_sent);
 }
 
 // ---- the requester's side ------------------------------------------------------------------
@@ -240,6 +241,7 @@ int sw_slot_send(int32_t tid, int signo, uint32_t idx, uint32_t gen) {
     if (syscall(SYS_rt_tgsigqueueinfo, sw_signal_owner_pid(), tid, signo, &info) != 0) {
         return errno == ESRCH ? SW_ERR_THREAD_GONE : -errno;
     }
+    atomic_fetch_add_explicit(&g_stat_sent, 1, memory_order_relaxed);
     return 0;
 }
 

@@ -112,7 +112,8 @@ def main():
         nio_loops = {r["metric"].get("loop") for r in lag if r["metric"].get("loop", "").startswith("nio-loop-")}
         check("prometheus: a loop-lag histogram per NIO event loop", len(nio_loops) >= 1, str(sorted(nio_loops)))
         for name in ("stallwatch_process_resident_memory_bytes", "stallwatch_process_open_fds",
-                     "stallwatch_process_startup_seconds", "stallwatch_samples_total"):
+                     "stallwatch_process_startup_seconds", "stallwatch_samples_total",
+                     "stallwatch_watchdog_wakeups_total"):
             found = wait_for(lambda: [r for r in query(prom_port, name) if float(r["value"][1]) > 0], 30)
             check(f"prometheus: {name} > 0", bool(found))
         status, text = server.fetch("/metrics")

@@ -138,4 +138,16 @@ struct MetricsTests {
         metrics.recordCaptureTimeouts(total: 9)
         #expect(backend.counterTotal(label: "stallwatch_capture_timeouts_total") == 4)
     }
+
+    @Test("the watchdog's own cost: one wake-up a round, and the signals sent since its first round")
+    func wakeupsAndSignals() throws {
+        let backend = TestMetrics()
+        let metrics = try WatchdogMetrics(factory: backend)
+        metrics.recordSignalsSent(total: 40)   // another requester's, before this watchdog
+        for _ in 0..<3 { metrics.recordRound(lateness: .zero, watchdogCPU: .zero) }
+        metrics.recordSignalsSent(total: 47)
+        metrics.recordSignalsSent(total: 47)
+        #expect(backend.counterTotal(label: "stallwatch_watchdog_wakeups_total") == 3)
+        #expect(backend.counterTotal(label: "stallwatch_watchdog_signals_total") == 7)
+    }
 }

@@ -21,6 +21,8 @@ import Synchronization
 /// | `stallwatch_samples_total` | counter | | stacks taken from suspect and stalled loop threads (signal or /proc) |
 /// | `stallwatch_sampler_cpu_seconds_total` | counter | | CPU the signal handler spent capturing them |
 /// | `stallwatch_watchdog_cpu_seconds_total` | counter | | CPU of the watchdog thread |
+/// | `stallwatch_watchdog_wakeups_total` | counter | | the watchdog thread's rounds (each one wake-up): with its CPU, what watching costs |
+/// | `stallwatch_watchdog_signals_total` | counter | | capture signals sent to threads (each interrupts one), process-wide |
 /// | `stallwatch_watchdog_lateness_seconds` | timer | | how late each watchdog round started |
 /// | `stallwatch_sampling_interval_seconds` | gauge | | the interval stalled loops are sampled at (stretched by `samplerBudget`) |
 /// | `stallwatch_signal_owned` | gauge | | 1 while the sampling signal's handler is Stallwatch's, else 0 |
@@ -46,6 +48,9 @@ public final class WatchdogMetrics: Sendable {
         var signalOwned: Gauge?
         var gauges: [String: Gauge] = [:]
         var captureTimeoutsSeen: UInt64?
+        var signalsSeen: UInt64?
+        var wakeups: Counter?
+        var signals: Counter?
         var lagTimers: [String: CoreMetrics.Timer] = [:]
         // Recorded every watchdog round: held here rather than looked up by name each time.
         var lateness: CoreMetrics.Timer?
@@ -209,6 +214,19 @@ public final class WatchdogMetrics: Sendable {
                 s.watchdogCPU = FloatingPointCounter(label: name("watchdog_cpu_seconds_total"), factory: resolvedFactory)
             }
             if watchdogCPU > .zero { s.watchdogCPU?.increment(by: watchdogCPU.secondsDouble) }
+            if s.wakeups == nil { s.wakeups = counter("watchdog_wakeups_total", [], in: &s) }
+            s.wakeups?.increment(by: 1)
+        }
+    }
+
+    /// The sampler's count of capture signals sent (process-wide, monotonic): what it grew by since
+    /// the last call is added to `watchdog_signals_total`.
+    func recordSignalsSent(total: UInt64) {
+        state.withLock { s in
+            let seen = s.signalsSeen ?? total
+            s.signalsSeen = total
+            if s.signals == nil { s.signals = counter("watchdog_signals_total", [], in: &s) }
+            if total > seen { s.signals?.increment(by: Int64(clamping: total - seen)) }
         }
     }
 

@@ -329,6 +329,7 @@ final class WatchdogEngine {
             var stats = sw_sampler_stats_t()
             sw_sampler_stats(&stats)
             metrics.recordCaptureTimeouts(total: stats.timeouts)
+            metrics.recordSignalsSent(total: stats.sent)
         }
         reportedCPU = own.cpu
         return next
