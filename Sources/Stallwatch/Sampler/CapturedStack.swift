@@ -1,4 +1,5 @@
 import CSampler
+import StallwatchReport
 
 /// The stack of one thread at one moment: raw return addresses, innermost first.
 ///
@@ -94,6 +95,13 @@ package struct CapturedStack: Sendable, Hashable, Codable {
         if asyncCount > 0, asyncAt > 0, asyncAt + asyncCount <= count {
             self.asyncFrames = asyncAt ..< asyncAt + asyncCount
         }
+    }
+
+    /// The samples of `stacks` taken until `end` (those without a capture time too), without a
+    /// copy: a stall's samples. One taken after the stall ended shows the thread's next work (an
+    /// event loop's idle wait, the next request), and blamed it when the stall itself gave few.
+    static func taken<C: Collection<CapturedStack>>(_ stacks: C, until end: MonotonicInstant) -> LazyFilterSequence<C> {
+        stacks.lazy.filter { ($0.takenAtNanoseconds ?? 0) <= end.nanoseconds }
     }
 
     /// The frames on the machine stack: ``frames`` without the async ones.

@@ -374,8 +374,16 @@ extension WatchdogEngine {
             said.evidence += "; no stack (\(reason)), and no sample was taken before the stall ended"
             cause = said
         }
-        let final = builder.updated(report, start: episode.start, duration: duration, final: true, samples: m.samples,
+        let inside = CapturedStack.taken(m.samples, until: episode.start + duration)
+        let kept = inside.count
+        var final = builder.updated(report, start: episode.start, duration: duration, final: true, samples: inside,
                                     cause: cause)
+        var facts = final.sampling ?? SamplingFacts(interval: sampling.interval, reason: sampling.reason)
+        if let why = FewSamples.reason(kept: kept, dropped: m.samples.count - kept, cause: final.cause?.kind,
+                                       duration: duration, interval: .nanoseconds(facts.intervalNanoseconds)) {
+            facts.fewSamplesReason = why
+            final.sampling = facts
+        }
         writer?.submit(final)
         StallAttribution.reported(final, samples: m.samples)
     }

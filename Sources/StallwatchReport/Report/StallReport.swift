@@ -72,6 +72,10 @@ public struct SamplingFacts: Equatable, Sendable, Codable {
     public var driver: String?
     /// Why the perf-event driver was configured and not used (the kernel's refusal), if it was not.
     public var driverFallback: String?
+    /// In a final report with fewer than 3 samples: why so few (e.g. the thread spent the stall in
+    /// long system calls, where a signal waits), and how many taken after the stall ended were
+    /// left out. Absent otherwise.
+    public var fewSamplesReason: String?
 
     /// Facts of a loop's sampling.
     public init(interval: Duration, reason: Reason) {
