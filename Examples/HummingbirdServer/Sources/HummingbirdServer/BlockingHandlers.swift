@@ -17,3 +17,6 @@ func socketReadingHandler(milliseconds: Int) { blockOnSocketRead(milliseconds: m
 
 @inline(never)
 func injectingHandler(kind: String, milliseconds: Int) -> String? { runInjection(kind: kind, milliseconds: milliseconds) }
+func asyncInjectingHandler(kind: String, milliseconds: Int) async -> String? {
+    await runAsyncInjection(kind: kind, milliseconds: milliseconds)
+}

@@ -32,7 +32,7 @@ func addRoutes(to router: Router<BasicRequestContext>) {
     router.get("/inject/:kind") { request, context -> String in
         let milliseconds = request.uri.queryParameters.get("ms", as: Int.self) ?? 1500
         let kind = context.parameters.get("kind") ?? ""
-        if let answer = await runAsyncInjection(kind: kind, milliseconds: milliseconds) { return answer }
+        if let answer = await asyncInjectingHandler(kind: kind, milliseconds: milliseconds) { return answer }
         guard let answer = injectingHandler(kind: kind, milliseconds: milliseconds) else {
             throw HTTPError(.notFound)
         }

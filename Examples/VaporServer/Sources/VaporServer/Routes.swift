@@ -30,7 +30,7 @@ func addRoutes(to app: Application) {
     app.get("inject", ":kind") { request async throws -> String in
         let milliseconds = request.query[Int.self, at: "ms"] ?? 1500
         let kind = request.parameters.get("kind") ?? ""
-        if let answer = await runAsyncInjection(kind: kind, milliseconds: milliseconds) { return answer }
+        if let answer = await asyncInjectingHandler(kind: kind, milliseconds: milliseconds) { return answer }
         guard let answer = injectingHandler(kind: kind, milliseconds: milliseconds) else {
             throw Abort(.notFound)
         }
