@@ -11,6 +11,8 @@
 #include <string.h>
 
 _Atomic uint64_t g_sw_async_resume_ra;
+_Atomic int g_sw_async_maps_stale;
+static _Atomic int64_t g_last_refresh_ns;
 static _Atomic int g_state;                  // 1 learnt, 0 not yet, -1 failed
 static _Atomic(const char *) g_why;
 static _Atomic uint64_t g_runner_lo, g_runner_hi;
@@ -100,6 +102,15 @@ SW_RAW_STACK_READER __attribute__((noinline)) int sw_async_learn(uint32_t depth,
     atomic_store_explicit(&g_sw_async_resume_ra, runner_ra, memory_order_release);
     atomic_store_explicit(&g_state, 1, memory_order_release);
     return 1;
+}
+
+void sw_async_refresh_maps_if_stale(void) {
+    if (!atomic_load_explicit(&g_sw_async_maps_stale, memory_order_relaxed)) return;
+    int64_t now = sw_now_ns(), last = atomic_load_explicit(&g_last_refresh_ns, memory_order_relaxed);
+    if (last != 0 && now - last < 1000000000) return;
+    if (!atomic_compare_exchange_strong(&g_last_refresh_ns, &last, now)) return; // another thread does it
+    atomic_store_explicit(&g_sw_async_maps_stale, 0, memory_order_relaxed);
+    sw_maps_rebuild();
 }
 
 int sw_async_state(const char **why) {

@@ -53,6 +53,7 @@ int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t
     int rc = sw_request_validate(tid, unwinder, max_frames, timeout_ns);
     if (rc != 0) return rc;
     if (max_frames > SW_MAX_FRAMES) max_frames = SW_MAX_FRAMES;
+    sw_async_refresh_maps_if_stale();
     int signo = sw_sampler_signal();
     int64_t t_start = sw_now_ns();
     int64_t deadline = t_start + timeout_ns;

@@ -201,6 +201,7 @@ int64_t sw_ring_read(int ring, uint64_t *next_seq, sw_stack_t *out, uint32_t max
     sw_ring_state_t *r = &g_rings[ring];
     *count = 0;
     if (r->entries == NULL || r->capacity == 0) return SW_ERR_INVALID;
+    sw_async_refresh_maps_if_stale(); // for the next ticks: these were walked already
     uint64_t head = atomic_load_explicit(&r->next, memory_order_acquire);
     uint64_t from = *next_seq;
     int64_t lost = 0;

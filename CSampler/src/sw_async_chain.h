@@ -15,7 +15,11 @@
 SW_RAW_STACK_READER static inline int sw_async_pair_live(uint64_t a, uint64_t *lo, uint64_t *hi, uint64_t w[2]) {
     if ((a & 7) != 0) return 0;
     if (a < *lo || a + 16 > *hi || a + 16 < a) {
-        if (!sw_maps_find(a, SW_MAP_READ | SW_MAP_WRITE, lo, hi) || a + 16 > *hi) return 0;
+        if (!sw_maps_find(a, SW_MAP_READ | SW_MAP_WRITE, lo, hi)) {
+            atomic_store_explicit(&g_sw_async_maps_stale, 1, memory_order_relaxed);
+            return 0;
+        }
+        if (a + 16 > *hi) return 0;
     }
     const volatile uint64_t *p = (const volatile uint64_t *)(uintptr_t)a;
     w[0] = p[0];

@@ -68,6 +68,15 @@ int sw_fp_walk(uint64_t fp, uint64_t lo, uint64_t hi, uint64_t *out, uint32_t *c
 /// function, whose context sits just below the record. Written once; walks read it relaxed.
 extern _Atomic uint64_t g_sw_async_resume_ra;
 
+/// Set by a walk whose async context lay in no mapping of the map table: the task allocator may
+/// have mapped memory since the table was read. async-signal-safe (one atomic store).
+extern _Atomic int g_sw_async_maps_stale;
+
+/// Rebuilds the map table when a walk found it stale for an async context, at most once a second
+/// (a context that is in no mapping at all would otherwise ask on every call). Not for handlers:
+/// the readers of handlers' results call it (the ring's drain, a request's requester).
+void sw_async_refresh_maps_if_stale(void);
+
 /// [*start, *end): the function holding `pc`, from its object's unwind table (sw_function_start's
 /// lookup). Not for handlers.
 int sw_function_range(uint64_t pc, uint64_t *start, uint64_t *end);
