@@ -108,7 +108,8 @@ SW_RAW_STACK_READER static void fill_walk(sw_stack_t *st, const ucontext_t *uc, 
                            .lr_known = SW_ARCH_LEAF_CALLER_IN_LR};
     sw_walk_mem_t mem = {.lo = sp, .hi = end, .copy = NULL, .base = 0, .guard_tables = 0,
                          .root = bounds != NULL && bounds->gen != 0 ? &bounds->root : NULL,
-                         .root_gen = bounds != NULL ? bounds->gen : 0, .leaf = bounds != NULL ? &bounds->leaf : NULL};
+                         .root_gen = bounds != NULL ? bounds->gen : 0, .leaf = bounds != NULL ? &bounds->leaf : NULL,
+                         .async = bounds != NULL ? &bounds->async : NULL};
     sw_walk_result_t res = {0};
     st->count = 0;
     sw_walk_live(&regs, &mem, 0, st->frames, &st->count, max_frames, &res);

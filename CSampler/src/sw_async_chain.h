@@ -37,11 +37,13 @@ static inline int sw_async_pair_guarded(uint64_t a, uint64_t *lo, uint64_t *hi, 
     return sw_read_own(w, a, 16) == 16;
 }
 
-// async-signal-safe, no system call: a resume function must be code ([*lo, *hi) caches the last
-// executable mapping: the resume functions of one chain are mostly in one object).
-static inline int sw_async_is_code(uint64_t pc, uint64_t *lo, uint64_t *hi) {
-    if (pc >= *lo && pc < *hi) return 1;
-    return sw_maps_find(pc, SW_MAP_EXEC, lo, hi);
+// async-signal-safe, no system call: a resume function must be code. [lo, hi) is the async
+// function's object, where most of a chain's resume functions are; [*olo, *ohi) caches the last
+// executable mapping outside it (the runtime's, whose function ends every chain).
+static inline int sw_async_is_code(uint64_t pc, uint64_t lo, uint64_t hi, uint64_t *olo, uint64_t *ohi) {
+    if (pc >= lo && pc < hi) return 1;
+    if (pc >= *olo && pc < *ohi) return 1;
+    return sw_maps_find(pc, SW_MAP_EXEC, olo, ohi);
 }
 
 #endif
@@ -52,10 +54,20 @@ static inline int sw_async_is_code(uint64_t pc, uint64_t *lo, uint64_t *hi) {
 // says where a chain stopped early. A first link without code where its resume function belongs
 // adds nothing: what sat below the record was no context. SW_ASYNC_PAIR reads a context's words.
 // async-signal-safe; no system call with sw_async_pair_live.
-SW_RAW_STACK_READER static inline void SW_ASYNC_CHAIN_NAME(uint64_t ctx, uint64_t *out, uint32_t *count, uint32_t cap,
-                                                           sw_walk_result_t *res) {
+SW_RAW_STACK_READER static inline void SW_ASYNC_CHAIN_NAME(uint64_t ctx, const sw_walk_mem_t *mem, uint64_t code_lo,
+                                                           uint64_t code_hi, uint64_t *out, uint32_t *count,
+                                                           uint32_t cap, sw_walk_result_t *res) {
     uint32_t n = *count, at = n;
-    uint64_t hlo = 1, hhi = 0, xlo = 1, xhi = 0;
+    // Resume functions are mostly in the object of the async function whose frame led here: its
+    // executable range, which the walk has, is code. The contexts' mapping from the thread's hint.
+    uint64_t hlo = 1, hhi = 0, olo = 1, ohi = 0;
+    sw_async_hint_t *hint = mem->async;
+    if (hint != NULL && hint->gen != 0 && hint->gen == mem->root_gen) {
+        hlo = hint->lo;
+        hhi = hint->hi;
+        olo = hint->code_lo;
+        ohi = hint->code_hi;
+    }
     uint8_t end = SW_ASYNC_WHOLE;
     for (uint32_t k = 0; ctx != 0; k++) {
         if (k >= SW_ASYNC_MAX_FRAMES || n + 1 >= cap) {
@@ -68,13 +80,14 @@ SW_RAW_STACK_READER static inline void SW_ASYNC_CHAIN_NAME(uint64_t ctx, uint64_
             break;
         }
         uint64_t resume = sw_arch_code_address(w[1]);
-        if (resume == 0 || !sw_async_is_code(resume, &xlo, &xhi)) {
+        if (resume == 0 || !sw_async_is_code(resume, code_lo, code_hi, &olo, &ohi)) {
             end = SW_ASYNC_BAD_RESUME;
             break;
         }
         out[n++] = resume + 1;
         ctx = w[0];
     }
+    if (hint != NULL && mem->root_gen != 0 && hhi > hlo) *hint = (sw_async_hint_t){mem->root_gen, hlo, hhi, olo, ohi};
     if (end == SW_ASYNC_BAD_RESUME && n == at) {
         // Not even the first link held code: whatever sat below the record was no context.
         res->async_end = end;

@@ -181,9 +181,18 @@ typedef struct sw_leaf_hint {
     uint64_t start, end, hdr;
 } sw_leaf_hint_t;
 
+/// The mappings that held the thread's last async contexts and its last resume function outside
+/// the async function's own object (the runtime's, which ends every chain), from the map table of
+/// generation `gen`: the next chain looks there first instead of searching the table. Only bounds,
+/// from the same table a search would give. gen 0: none.
+typedef struct sw_async_hint {
+    uint64_t gen, lo, hi, code_lo, code_hi;
+} sw_async_hint_t;
+
 typedef struct sw_stack_bounds {
     uint64_t lo, end, gen, readable;
     sw_leaf_hint_t leaf;
+    sw_async_hint_t async;
     sw_root_memo_t root;
 } sw_stack_bounds_t;
 
@@ -250,6 +259,8 @@ typedef struct sw_walk_mem {
     uint64_t root_gen;
     /// The live walk only: the thread's leaf hint, read and updated at frame 0. NULL elsewhere.
     sw_leaf_hint_t *leaf;
+    /// The live walk only: the thread's async-context hint, read and updated by its chain. NULL elsewhere.
+    sw_async_hint_t *async;
 } sw_walk_mem_t;
 
 /// Stops only sw_walk reports, never stored in a stack.

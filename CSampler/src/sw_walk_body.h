@@ -260,7 +260,7 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
             // An async function the runtime resumed: its callers are in its context chain, the
             // context saved just below its frame record. Only the first chain of a stack is followed.
             uint64_t ctx;
-            if (record != 0 && stack_word(mem, record - 8, &ctx)) SW_WALK_ASYNC_CHAIN(ctx, out, &n, cap, res);
+            if (record != 0 && stack_word(mem, record - 8, &ctx)) SW_WALK_ASYNC_CHAIN(ctx, mem, mod_lo, mod_hi, out, &n, cap, res);
             else res->async_end = SW_ASYNC_UNREADABLE;
         }
         out[n++] = next_pc;
