@@ -11,6 +11,7 @@
 #define SW_ASYNC_H
 
 #include <stdint.h>
+#include "sw_capture.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +31,12 @@ int sw_async_state(const char **why);
 
 /// The job runner's code range learnt, [*lo, *hi); both 0 while not learnt (tests, diagnostics).
 void sw_async_runner(uint64_t *lo, uint64_t *hi);
+
+/// Reads on, off the sampled thread and at once, the async chain a handler's walk could not read
+/// (async_end SW_ASYNC_UNREADABLE: a context whose mapping the map table did not know yet), through
+/// the kernel, and inserts the frames it finds at async_at + async_count, after those the handler
+/// read. sw_capture does it for every answer. Not for handlers.
+void sw_async_chain_complete(sw_stack_t *st, uint32_t max_frames);
 
 /// For benchmarks: 0 makes walks pass async functions by as if nothing had been learnt (the same
 /// stack without its async callers), 1 follows the chains again. Learning is not undone.

@@ -68,6 +68,9 @@ typedef struct sw_stack {
     /// The request the interrupted code served (the task-local set by sw_request_key_set's key), 0
     /// when none or not read (captures without a handler).
     uint64_t request_tag;
+    /// With async_end SW_ASYNC_UNREADABLE: the context the handler could not read (its mapping not
+    /// in the map table yet). A request's requester reads on from it at once (sw_capture does).
+    uint64_t async_ctx;
     /// Last, so that a capture's writes (the fields above, then its first frames) share cache lines
     /// and a page instead of straddling a 2 KiB array.
     uint64_t frames[SW_MAX_FRAMES];

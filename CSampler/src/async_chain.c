@@ -113,6 +113,54 @@ void sw_async_refresh_maps_if_stale(void) {
     sw_maps_rebuild();
 }
 
+void sw_async_chain_complete(sw_stack_t *st, uint32_t max_frames) {
+    if (max_frames > SW_MAX_FRAMES) max_frames = SW_MAX_FRAMES;
+    if (st->async_end != SW_ASYNC_UNREADABLE || st->async_ctx == 0 || st->count > max_frames) return;
+    uint32_t at = st->async_at, n = st->async_count;
+    if (at == 0 || at + n > st->count) {
+        n = 0;
+        // Nothing was read: the chain begins right after the async function's frame, which is the
+        // frame before the runner's return address.
+        uint64_t ra = atomic_load_explicit(&g_sw_async_resume_ra, memory_order_relaxed);
+        uint32_t i = 1;
+        while (i < st->count && st->frames[i] != ra) i++;
+        if (i >= st->count) return;
+        at = i;
+    }
+    uint64_t found[SW_ASYNC_MAX_FRAMES];
+    uint32_t k = 0, room = max_frames - st->count;
+    uint64_t ctx = st->async_ctx;
+    uint8_t end = SW_ASYNC_WHOLE;
+    while (ctx != 0) {
+        if (k >= SW_ASYNC_MAX_FRAMES - n || k >= room) {
+            end = SW_ASYNC_LIMIT;
+            break;
+        }
+        uint64_t w[2];
+        if ((ctx & 7) != 0 || sw_read_own(w, ctx, 16) != 16) {
+            end = SW_ASYNC_UNREADABLE;
+            break;
+        }
+        uint64_t resume = sw_arch_code_address(w[1]);
+        if (resume == 0 || object_of(resume, NULL) == 0) {
+            end = SW_ASYNC_BAD_RESUME;
+            break;
+        }
+        found[k++] = resume + 1;
+        ctx = w[0];
+    }
+    // After the frames the handler read: the machine frames from there move up by k.
+    uint32_t tail = at + n;
+    memmove(&st->frames[tail + k], &st->frames[tail], sizeof(uint64_t) * (st->count - tail));
+    memcpy(&st->frames[tail], found, sizeof(uint64_t) * k);
+    st->count += k;
+    st->async_at = (uint16_t)at;
+    st->async_count = (uint8_t)(n + k);
+    st->async_end = end;
+    st->async_ctx = end == SW_ASYNC_UNREADABLE ? ctx : 0;
+    atomic_store_explicit(&g_sw_async_maps_stale, 1, memory_order_relaxed); // the next walks read it in place
+}
+
 int sw_async_state(const char **why) {
     int state = atomic_load_explicit(&g_state, memory_order_acquire);
     if (state < 0 && why != NULL) *why = atomic_load_explicit(&g_why, memory_order_relaxed);

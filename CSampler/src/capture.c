@@ -3,6 +3,7 @@
 #include "sw_platform.h"
 #if SW_PLATFORM_SAMPLES
 #include "sw_requests.h"
+#include "sw_async.h"
 
 #include <string.h>
 
@@ -17,6 +18,8 @@ void sw_capture_collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live
     out->async_at = st->async_at;
     out->async_count = st->async_count;
     out->async_end = st->async_end;
+    out->async_ctx = st->async_ctx;
+    if (out->async_end == SW_ASYNC_UNREADABLE && out->async_ctx != 0) sw_async_chain_complete(out, max_frames);
     out->stack_known = st->stack_known;
     out->tid = tid;
     out->sp = st->sp;

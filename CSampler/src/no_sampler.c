@@ -371,5 +371,9 @@ void sw_async_runner(uint64_t *lo, uint64_t *hi) {
     *hi = 0;
 }
 void sw_async_walks_enable(int on) { (void)on; }
+void sw_async_chain_complete(sw_stack_t *st, uint32_t max_frames) {
+    (void)st;
+    (void)max_frames;
+}
 
 #endif // !SW_PLATFORM_SAMPLES

@@ -77,6 +77,7 @@ SW_RAW_STACK_READER static inline void SW_ASYNC_CHAIN_NAME(uint64_t ctx, const s
         uint64_t w[2];
         if (!SW_ASYNC_PAIR(ctx, &hlo, &hhi, w)) {
             end = SW_ASYNC_UNREADABLE;
+            res->async_ctx = ctx;
             break;
         }
         uint64_t resume = sw_arch_code_address(w[1]);

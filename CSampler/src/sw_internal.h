@@ -277,6 +277,7 @@ typedef struct sw_walk_result {
     uint16_t async_at;          ///< as sw_stack_t's: the async frames the walk added (first chain only)
     uint8_t async_count;
     uint8_t async_end;          ///< SW_ASYNC_*
+    uint64_t async_ctx;         ///< as sw_stack_t's
 } sw_walk_result_t;
 
 /// Copies a walk's async frames into `st` unless it has some already (a walk resumed after a first
@@ -286,6 +287,7 @@ static inline void sw_stack_take_async(sw_stack_t *st, const sw_walk_result_t *r
     st->async_at = res->async_at;
     st->async_count = res->async_count;
     st->async_end = res->async_end;
+    st->async_ctx = res->async_ctx;
 }
 
 /// Clears `st`'s async frames (a capture's start). async-signal-safe.
@@ -293,6 +295,7 @@ static inline void sw_stack_clear_async(sw_stack_t *st) {
     st->async_at = 0;
     st->async_count = 0;
     st->async_end = SW_ASYNC_NONE;
+    st->async_ctx = 0;
 }
 
 /// Frames one walk may unwind through tables: bounds the handler's time (a table row costs

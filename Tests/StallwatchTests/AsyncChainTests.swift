@@ -1,3 +1,4 @@
+import CSampler
 import Glibc
 import Synchronization
 import Testing
@@ -153,6 +154,52 @@ struct AsyncChainTests {
         #expect(levels.count == depth, "\(frames.map(\.0))")
         #expect(levels.allSatisfy { $0.1 }, "\(frames)")
         #expect(stack.asyncEnd == .whole)
+    }
+
+    /// A stack as a handler left it: five frames, the third read from a context, the chain stopped
+    /// at `ctx` (not readable in place), and what the requester makes of it.
+    func completed(from ctx: UInt64) -> (frames: [UInt64], at: Int, count: Int, end: Int32, left: UInt64) {
+        var st = sw_stack_t()
+        let handed: [UInt64] = [0x1000, 0x2000, 0x3001, 0x4000, 0x5000]
+        withUnsafeMutableBytes(of: &st.frames) { raw in
+            for (i, f) in handed.enumerated() { raw.storeBytes(of: f, toByteOffset: i * 8, as: UInt64.self) }
+        }
+        st.count = UInt32(handed.count)
+        st.async_at = 2
+        st.async_count = 1
+        st.async_end = UInt8(SW_ASYNC_UNREADABLE)
+        st.async_ctx = ctx
+        sw_async_chain_complete(&st, 64)
+        let frames = withUnsafeBytes(of: st.frames) { raw in
+            (0..<Int(st.count)).map { raw.load(fromByteOffset: $0 * 8, as: UInt64.self) }
+        }
+        return (frames, Int(st.async_at), Int(st.async_count), Int32(st.async_end), st.async_ctx)
+    }
+
+    @Test("a chain the handler could not read is read on by the requester, after the frames it did read")
+    func completedOffThread() throws {
+        // Two contexts [parent, resume function], the resume functions real code.
+        let a = UInt64(UInt(bitPattern: try #require(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "swift_job_run"))))
+        let b = UInt64(UInt(bitPattern: try #require(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "getpid"))))
+        let words = UnsafeMutablePointer<UInt64>.allocate(capacity: 4)
+        defer { words.deallocate() }
+        words[0] = UInt64(UInt(bitPattern: words + 2))
+        words[1] = a
+        words[2] = 0
+        words[3] = b
+        let whole = completed(from: UInt64(UInt(bitPattern: words)))
+        #expect(whole.frames == [0x1000, 0x2000, 0x3001, a + 1, b + 1, 0x4000, 0x5000])
+        #expect(whole.at == 2 && whole.count == 3 && whole.end == SW_ASYNC_WHOLE && whole.left == 0)
+        // A parent that is not mapped: the chain keeps what it read and says where it stopped.
+        words[2] = 0x8
+        words[0] = 0x8
+        let cut = completed(from: UInt64(UInt(bitPattern: words)))
+        #expect(cut.frames == [0x1000, 0x2000, 0x3001, a + 1, 0x4000, 0x5000])
+        #expect(cut.count == 2 && cut.end == SW_ASYNC_UNREADABLE && cut.left == 0x8)
+        // A second word that is not code: not a context, nothing added.
+        words[1] = 0x10
+        let bad = completed(from: UInt64(UInt(bitPattern: words)))
+        #expect(bad.frames == [0x1000, 0x2000, 0x3001, 0x4000, 0x5000] && bad.end == SW_ASYNC_BAD_RESUME)
     }
 
     @Test("a partial function's demangled name becomes the async function's own")
