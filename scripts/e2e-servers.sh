@@ -23,7 +23,8 @@ timeout 900 python3 Tests/EndToEnd/attribution.py --kind sleep --rounds 10 \
   "hummingbird=Examples/HummingbirdServer/.build/debug/HummingbirdServer" \
   "vapor=Examples/VaporServer/.build/debug/VaporServer" || status=$?
 # The fault-injection matrix's short form, on the servers just built: it prints the table and its
-# goal verdicts; it fails only on structural problems (a server that does not start, an injection
-# route that answers wrongly), since many goals still MISS while the watchdog is being fixed.
-scripts/stall-matrix.sh --no-build || status=$?
+# goal verdicts; it fails on structural problems (a server that does not start, an injection route
+# that answers wrongly) and when a count goal misses (once, loop/job, function, cause), which a
+# loaded machine does not move; the timing goals are figures it prints.
+scripts/stall-matrix.sh --no-build --strict-counts || status=$?
 exit "$status"

@@ -3,7 +3,8 @@
 # into each over 127.0.0.1 and matches every report to its stall (Tests/EndToEnd/matrix.py).
 #   scripts/stall-matrix.sh            short form (each case 4 times, 15 s of wrk per server), ~6 min
 #   scripts/stall-matrix.sh --full     full form (32 per case, 10 min of wrk per server), ~1.5 h
-#   --strict: exit 1 when a goal is a MISS; --no-build: use the binaries already built.
+#   --strict: exit 1 when a goal is a MISS; --strict-counts: when a count goal is (once, loop/job,
+#   function, cause); --no-build: use the binaries already built.
 # Results: the table on stdout, JSON in .build/stall-matrix/results.json (or --json PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."
