@@ -48,7 +48,7 @@ public struct LockWaitLink: Sendable, Equatable, Codable {
     /// The waiting thread.
     public var waiter: ThreadIdentity
     /// The futex word it waits on.
-    public var lockAddress: UInt64
+    public var lockAddress: ReportAddress
     /// How the holder was told.
     public var primitive: LockPrimitive
     /// The holder: its identity, state, system call and stack, captured in the same round.
@@ -57,7 +57,7 @@ public struct LockWaitLink: Sendable, Equatable, Codable {
     /// Creates a hop.
     public init(waiter: ThreadIdentity, lockAddress: UInt64, primitive: LockPrimitive, holder: ThreadStack) {
         self.waiter = waiter
-        self.lockAddress = lockAddress
+        self.lockAddress = ReportAddress(lockAddress)
         self.primitive = primitive
         self.holder = holder
     }
@@ -67,7 +67,7 @@ public struct LockWaitLink: Sendable, Equatable, Codable {
 /// it), what the holder was doing at the same round, and whether the waits close into a deadlock.
 public struct LockWaitFacts: Sendable, Equatable, Codable {
     /// The futex word the stalled thread waits on.
-    public var lockAddress: UInt64
+    public var lockAddress: ReportAddress
     /// What kind of lock it is.
     public var primitive: LockPrimitive
     /// Whether the holder was named.
@@ -91,7 +91,7 @@ public struct LockWaitFacts: Sendable, Equatable, Codable {
     /// Creates the facts of one lock wait.
     public init(lockAddress: UInt64, primitive: LockPrimitive, ownership: LockOwnership, holder: ThreadStack? = nil,
                 ownerStable: Bool? = nil, summary: String, chain: [LockWaitLink]? = nil, deadlock: Bool = false) {
-        self.lockAddress = lockAddress
+        self.lockAddress = ReportAddress(lockAddress)
         self.primitive = primitive
         self.ownership = ownership
         self.holder = holder
