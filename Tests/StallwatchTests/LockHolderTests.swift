@@ -55,6 +55,15 @@ func lockFixtureTakeAndDrop(_ lock: NSLock) {
     lock.unlock()
 }
 
+/// Takes `lock`, says so, computes for `milliseconds` and drops it (from a pool job: NSLock's
+/// methods are not for async code).
+func lockFixtureHoldWhileComputing(_ lock: NSLock, milliseconds: Int, holding: () -> Void) {
+    lock.lock()
+    holding()
+    _ = lockFixtureHolderSpin(milliseconds: milliseconds)
+    lock.unlock()
+}
+
 /// A thread that names itself, takes a lock, says so, holds it while it computes, and lets it go.
 func startHolder(name: String, hold: Duration, lock: @escaping @Sendable (@Sendable () -> Void) -> Void) -> TestThread {
     let held = Atomic<Bool>(false)
@@ -229,6 +238,31 @@ struct LockHolderTests {
         #expect(lock.holder?.thread.id == holder.tid?.rawValue, "\(lock.summary)")
         #expect(lock.holder?.thread.name == "sw-holder")
         #expect(names(lock.holder?.frames ?? []).contains { $0.contains("lockFixtureHolderSpin") })
+    }
+
+    @Test("a loop waiting on an NSLock a pool job holds while it computes: the pool thread named, with its stack")
+    func poolHolder() throws {
+        let box = LockBox()
+        let held = Atomic<Bool>(false)
+        let tid = Mutex<Int32>(0)
+        // The pool's threads block the sampling signal: the holder's stack must come another way.
+        let job = Task.detached {
+            lockFixtureHoldWhileComputing(box.nsLock, milliseconds: 1200) {
+                tid.withLock { $0 = ThreadID.current.rawValue }
+                held.store(true, ordering: .releasing)
+            }
+        }
+        while !held.load(ordering: .acquiring) { usleep(200) }
+        let log = try watchLoop("pool-holder-loop") { lockFixtureTakeAndDrop(box.nsLock) }
+        let done = DispatchSemaphore(value: 0)
+        Task { await job.value; done.signal() }
+        done.wait()
+        let report = try #require(log.stalls.first)
+        let lock = try #require(report.lockWait, "\(report.cause?.evidence ?? "")")
+        let holder = tid.withLock { $0 }
+        #expect(lock.holder?.thread.id == holder, "\(lock.summary)")
+        #expect(names(lock.holder?.frames ?? []).contains { $0.contains("lockFixtureHolderSpin") },
+                "\(lock.summary): \(names(lock.holder?.frames ?? []))")
     }
 
     @Test("two loops each waiting on the other's mutex: one deadlock report with both stacks")
