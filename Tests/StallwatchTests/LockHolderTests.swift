@@ -152,6 +152,23 @@ struct LockHolderTests {
         holder.stopAndJoin(); waiter.stopAndJoin()
     }
 
+    @Test("a thread locking a plain mutex it holds: a deadlock of one thread")
+    func readSelfDeadlock() throws {
+        let box = LockBox()
+        let waiter = TestThread(name: "sw-self") { _ in
+            pthread_mutex_lock(box.pthread)
+            pthread_mutex_lock(box.pthread)   // a normal mutex: waits on itself
+            pthread_mutex_unlock(box.pthread)
+        }
+        let read = try readWait(of: waiter)
+        #expect(read.owner == waiter.tid)
+        let chain = LockWaitRead.chain(from: read)
+        #expect(chain.cycle && chain.hops.count == 1)
+        // glibc does not check the owner of a normal mutex on unlock: the test ends the wait.
+        pthread_mutex_unlock(box.pthread)
+        waiter.stopAndJoin()
+    }
+
     @Test("Synchronization.Mutex keeps its owner in the futex word (FUTEX_LOCK_PI)")
     func readSwiftMutex() throws {
         let box = LockBox()
@@ -292,6 +309,8 @@ struct LockHolderTests {
                 var until = deadline
                 if pthread_mutex_timedlock(other, &until) == 0 { pthread_mutex_unlock(other) }
                 pthread_mutex_unlock(own)
+                // Still busy once the cycle has come apart: the same stall, not a second report.
+                usleep(300_000)
                 probes[i].idle()
             }
         }

@@ -21,6 +21,23 @@ final class DeadlockLedger {
     static let capacity = 64
 
     private var reported: [Cycle: (reportID: String, seen: MonotonicInstant)] = [:]
+    /// The busy periods left unreported because a deadlock report carries them, by thread: such a
+    /// stall stays unreported to its end, also in the last rounds after the cycle came apart (its
+    /// waits time out, one thread goes on) and before it went idle.
+    private var quiet: [ThreadID: (busySince: MonotonicInstant, seen: MonotonicInstant)] = [:]
+
+    /// Whether `thread`'s busy period since `busySince` was left to a deadlock report.
+    func isQuiet(_ thread: ThreadID, busySince: MonotonicInstant, now: MonotonicInstant) -> Bool {
+        guard let entry = quiet[thread], entry.busySince == busySince else { return false }
+        quiet[thread] = (busySince, now)
+        return true
+    }
+
+    /// Leaves `thread`'s busy period since `busySince` to a deadlock report.
+    func keepQuiet(_ thread: ThreadID, busySince: MonotonicInstant, now: MonotonicInstant) {
+        if quiet.count >= Self.capacity { quiet = quiet.filter { now - $0.value.seen < Self.forgetAfter } }
+        if quiet.count < Self.capacity { quiet[thread] = (busySince, now) }
+    }
 
     /// The report that already carries `cycle`, if one does; the cycle is marked seen now.
     func reportID(of cycle: Cycle, now: MonotonicInstant) -> String? {
@@ -40,7 +57,7 @@ final class DeadlockLedger {
     }
 
     private func forgetOld(now: MonotonicInstant) {
-        guard !reported.isEmpty else { return }
-        reported = reported.filter { now - $0.value.seen < Self.forgetAfter }
+        if !reported.isEmpty { reported = reported.filter { now - $0.value.seen < Self.forgetAfter } }
+        if !quiet.isEmpty { quiet = quiet.filter { now - $0.value.seen < Self.forgetAfter } }
     }
 }

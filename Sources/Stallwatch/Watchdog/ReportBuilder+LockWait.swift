@@ -8,6 +8,9 @@ struct LockWaitFinding {
     var hops: [LockWaitRead]
     /// The chain comes back to the stalled thread.
     var cycle: Bool
+    /// For a thread whose evidence said `futex` but whose wait could not be read again (it left the
+    /// wait meanwhile, or its `syscall` file could not be read): the address its evidence named.
+    var unreadAddress: UInt64? = nil
 
     /// The stalled thread's futex wait now; `nil` when it is in none.
     static func find(_ thread: ThreadID) -> LockWaitFinding? {
@@ -26,7 +29,12 @@ extension ReportBuilder {
     /// The report's facts of `finding`: each holder's stack captured now (a running holder by signal
     /// when `maySignal`, a blocked one from its kernel-reported registers), until `deadline`.
     func lockWaitFacts(_ finding: LockWaitFinding, maySignal: Bool, deadline: MonotonicInstant) -> LockWaitFacts? {
-        guard let first = finding.hops.first else { return nil }
+        guard let first = finding.hops.first else {
+            return finding.unreadAddress.map {
+                LockWaitFacts(lockAddress: $0, primitive: .unknown, ownership: .notKnown,
+                              summary: "the lock's holder is not known: the thread was no longer in its futex wait when the lock was read (or its syscall file could not be read)")
+            }
+        }
         let address = first.address
         switch first.verdict {
         case .noOwner(let primitive, let why):

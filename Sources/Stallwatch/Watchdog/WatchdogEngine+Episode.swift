@@ -220,7 +220,7 @@ extension WatchdogEngine {
         let stackRequired = sampleCount > 0
         // A deadlock is reported once, by the first of its threads to be reported.
         let lockFinding = lockWaitFinding(m, thread: thread)
-        if lockFinding.map({ deadlockReported($0, now: now) }) == true { return }
+        if deadlockReported(lockFinding, thread: thread, stamp: stamp, now: now) { return }
         // The filter judges an episode, not a round: rounds come every 40 ms, and each call counts
         // a filtered or rate-limited report. A stall cut by the rate cap stays cut; one filtered
         // for its (trivial) stack is judged again only once its stack says more.

@@ -7,13 +7,20 @@ extension WatchdogEngine {
     /// The stalled thread's futex wait, when its evidence says it waits in `futex`.
     func lockWaitFinding(_ m: LoopMonitor, thread: ThreadID?) -> LockWaitFinding? {
         guard let thread, m.evidence?.evidence.syscall == SyscallNumber.futex else { return nil }
+        // A wait that cannot be read again is said, not dropped.
         return LockWaitFinding.find(thread)
+            ?? LockWaitFinding(hops: [], cycle: false,
+                               unreadAddress: m.evidence?.info?.syscall.blockedSyscall?.arguments.first ?? 0)
     }
 
-    /// Whether `finding` is a deadlock another report already carries.
-    func deadlockReported(_ finding: LockWaitFinding, now: MonotonicInstant) -> Bool {
-        guard let key = finding.deadlockKey, let id = builder.deadlocks.reportID(of: key, now: now) else { return false }
-        logger.debug("deadlock already reported", metadata: ["id": "\(id)"])
+    /// Whether this stall belongs to a deadlock another report already carries: its cycle is
+    /// reported, or its busy period was left to that report in an earlier round.
+    func deadlockReported(_ finding: LockWaitFinding?, thread: ThreadID?, stamp: MonotonicInstant?, now: MonotonicInstant) -> Bool {
+        guard let thread, let stamp else { return false }
+        if builder.deadlocks.isQuiet(thread, busySince: stamp, now: now) { return true }
+        guard let key = finding?.deadlockKey, let id = builder.deadlocks.reportID(of: key, now: now) else { return false }
+        builder.deadlocks.keepQuiet(thread, busySince: stamp, now: now)
+        logger.debug("deadlock already reported", metadata: ["id": "\(id)", "thread": "\(thread)"])
         return true
     }
 
