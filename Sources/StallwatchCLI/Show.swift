@@ -32,6 +32,7 @@ struct Show: ParsableCommand {
         let final = r.durationIsFinal ? "final" : "so far: written while still stalled"
         lines.append("started \(TextFormat.time(unixNanoseconds: r.startTimeUnixNanoseconds)), lasted \(TextFormat.milliseconds(r.durationNanoseconds)) (\(final); threshold \(TextFormat.milliseconds(r.thresholdNanoseconds)))")
         if let c = r.cause { lines.append("cause: \(c.kind.rawValue) — \(safe(c.evidence))") }
+        if let l = r.lockWait { lines.append(contentsOf: lockWaitLines(l)) }
         if let q = r.request {
             lines.append("request: \(safe(q.summary)) (\(q.sampleCount) of \(r.sampleCount) samples)")
         }

@@ -43,7 +43,7 @@ KINDS = {
     "cpu": CPU, "json": CPU, "pbkdf2": CPU, "zlib": CPU, "sqlite": CPU, "regex": CPU, "qsort": CPU,
     "recursion": CPU, "future": CPU,
     "sleep": {"sleeping"},
-    "semaphore": {"lockWait"}, "mutex": {"lockWait"},
+    "semaphore": {"lockWait"}, "mutex": {"lockWait"}, "heldmutex": {"lockWait"},
     "socket": {"networkIO"},
     "pipe": {"networkIO", "blockedInSyscall"},   # a pipe is no socket: generic I/O wait is true too
     "fsync": {"diskIO"},
@@ -57,7 +57,13 @@ FUNCTIONS = {
     "pipe": "blockOnPipeRead", "fsync": "fsyncStorm", "bigfile": "readBigFile",
     "zlib": "compressWithZlib", "sqlite": "queryRecursiveSQLite", "regex": "matchWithRegex",
     "qsort": "sortWithCComparator", "recursion": "recurseThenCompute", "future": "computeInFutureChain",
+    "heldmutex": "blockOnHeldLock",
 }
+# Lock waits whose lock records its holder: the injection answers with the holder's tid and the
+# function it computes in, and the report must name both (its `lockWait.holder`). Lock waits on
+# primitives with no owner: the report must say so (`lockWait.ownership` "noOwner").
+HOLDER_KINDS = {"heldmutex"}
+NO_OWNER_KINDS = {"semaphore"}
 # Async-chain kinds: the computing function and then its async callers, innermost first, each of
 # which suspended before calling the next: they are named only if the walk follows the task's
 # async contexts (Examples/BlockingWork `asyncChainFunctions`).
@@ -329,6 +335,14 @@ def evaluate(injection, event_times):
     out["durationIsFinal"] = final is not None
     stored = (final or first).get("durationNanoseconds", 0)
     out["durationErrorMs"] = (stored - (injection["monoEndNs"] - injection["monoStartNs"])) / 1e6
+    lock = first.get("lockWait") or {}
+    if injection["kind"] in HOLDER_KINDS:
+        holder = lock.get("holder") or {}
+        symbols = [f.get("symbol") or "" for f in holder.get("frames", [])]
+        out["holderNamed"] = ((holder.get("thread") or {}).get("id") == injection.get("holderTid")
+                              and any(injection.get("holderFunction", "?") in s for s in symbols))
+    if injection["kind"] in NO_OWNER_KINDS:
+        out["noOwnerSaid"] = lock.get("ownership") == "noOwner"
     seen = [event_times[r["id"]] for r in reports if r.get("id") in event_times]
     if seen:
         out["latencyMs"] = (min(seen) - injection["wallStartNs"]) / 1e6
@@ -377,6 +391,8 @@ def summarize(cases, runs):
             "latencyP99": pct([g["latencyMs"] for g in got if "latencyMs" in g], 99),
             "below": len(below), "belowReported": sum(1 for e in below if e["eval"]["count"] > 0),
             "causes": sorted({g["cause"] or "none" for g in got}),
+            "holderNamed": sum(1 for g in got if g.get("holderNamed")),
+            "noOwnerSaid": sum(1 for g in got if g.get("noOwnerSaid")),
         })
     n = len(above_all)
     got = [e["eval"] for e in above_all if e["eval"]["count"] > 0]
@@ -410,6 +426,16 @@ def summarize(cases, runs):
          f"{fp_files} in {sum(r['noInjectionRun']['seconds'] for r in runs)} s"
          f" ({sum(len(r['noInjectionRun'].get('otherReportFiles', [])) for r in runs)} process CPU reports)"),
     ]
+    # Lock goals only over the stalls that ran them (a --kinds subset may leave them out); a missed
+    # stall counts against them.
+    held = [e for e in above_all if e["kind"] in HOLDER_KINDS]
+    if held:
+        named = sum(1 for e in held if e["eval"].get("holderNamed"))
+        goals.append(("mutex holder named (thread and function) >= 95%", named / len(held) >= 0.95, f"{named}/{len(held)}"))
+    ownerless = [e for e in above_all if e["kind"] in NO_OWNER_KINDS]
+    if ownerless:
+        said = sum(1 for e in ownerless if e["eval"].get("noOwnerSaid"))
+        goals.append(("semaphore wait says 'no owner' in every report", said == len(ownerless), f"{said}/{len(ownerless)}"))
     return rows, [{"goal": g, "pass": ok, "measured": m} for g, ok, m in goals]
 
 

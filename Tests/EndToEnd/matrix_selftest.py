@@ -77,5 +77,38 @@ expect("an async chain named out of order does not count",
 a5 = injection("async5", 0, 1500, 7, where="pool")
 a5["reports"] = [report("a5", 0, 1500, 7, loop="cooperative-pool-job", cause="cpuBound", symbols=chain)]
 expect("a 5-deep chain whose outer levels are missing is not named", matrix.evaluate(a5, {})["functionPresent"] is False)
+
+# Lock holders: named when the report's holder is the answer's tid and its stack has the function.
+held = injection("heldmutex", 70_000, 1500, tid=11, where="pool") | {"holderTid": 12, "holderFunction": "computeWhileHoldingLock"}
+wrong = injection("heldmutex", 80_000, 1500, tid=11, where="pool") | {"holderTid": 12, "holderFunction": "computeWhileHoldingLock"}
+sema = injection("semaphore", 90_000, 1500, tid=11, where="pool")
+
+
+def lock_report(name, start_ms, lock):
+    r = report(name, start_ms, 1500, tid=11, loop="cooperative-pool-job", cause="lockWait", symbols=("blockOnHeldLock",))
+    r["lockWait"] = lock
+    return r
+
+
+holder = {"thread": {"id": 12, "name": "sw-lock-holder"}, "frames": [{"symbol": "BlockingWork.computeWhileHoldingLock(milliseconds: Swift.Int) -> ()"}]}
+locks = {"injections": [held, wrong, sema], "noInjectionRun": {"reportFiles": [], "seconds": 1}, "reports": [
+    lock_report("h", 70_000, {"ownership": "held", "holder": holder}),
+    lock_report("w", 80_000, {"ownership": "held", "holder": holder | {"thread": {"id": 13, "name": "x"}}}),
+    lock_report("s", 90_000, {"ownership": "noOwner"}),
+]}
+matrix.match(locks)
+for i in locks["injections"]:
+    i["eval"] = matrix.evaluate(i, {})
+expect("the right holder thread and function: named", held["eval"].get("holderNamed") is True)
+expect("another thread as holder: not named", wrong["eval"].get("holderNamed") is False)
+expect("a semaphore report saying no owner", sema["eval"].get("noOwnerSaid") is True)
+lock_cases = {}
+for i in locks["injections"]:
+    lock_cases.setdefault(("hb", "pool", i["kind"]), []).append(i)
+_, lock_goals = matrix.summarize(lock_cases, [locks])
+lock_verdict = {g["goal"]: (g["pass"], g["measured"]) for g in lock_goals}
+expect("holder goal counts 1 of 2 and MISSes", lock_verdict.get("mutex holder named (thread and function) >= 95%") == (False, "1/2"))
+expect("no-owner goal passes", lock_verdict.get("semaphore wait says 'no owner' in every report") == (True, "1/1"))
+expect("lock goals absent when no lock stall ran", not any("holder" in g["goal"] for g in goals))
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

@@ -12,6 +12,8 @@ struct ReportBuilder {
     let sampler: StackSampler
     /// Reused trees and key buffers (the watchdog thread's only).
     let scratch = StackScratch()
+    /// Deadlocks already reported, so that a cycle's other threads do not report it again.
+    let deadlocks = DeadlockLedger()
 
     /// Function identity of every frame, so stacks compare by function, not by exact PC.
     func stackSample(_ stack: CapturedStack) -> StackSample {
@@ -87,8 +89,8 @@ struct ReportBuilder {
     }
 
     /// One other thread's state and stack (see ``otherThreads(except:threads:maySignal:deadline:stalledSample:)``).
-    private func otherThread(_ tid: ThreadID, maySignal: Bool, deadline: MonotonicInstant,
-                             stalledSample: (ThreadID) -> CapturedStack?) -> ThreadStack? {
+    func otherThread(_ tid: ThreadID, maySignal: Bool, deadline: MonotonicInstant,
+                     stalledSample: (ThreadID) -> CapturedStack?) -> ThreadStack? {
         guard let info = ThreadGlance.read(tid) else { return nil }
         if info.syscall == nil, maySignal, let sample = stalledSample(tid) {
             // Borrowed from the loop's samples: its storage stays there.
@@ -118,7 +120,7 @@ struct ReportBuilder {
 
     /// A stack's frames as a report lists them (one array: no intermediate list of symbolized
     /// frames). Return addresses are looked up inside the call, as ``Symbolizer/symbolize(_:)`` does.
-    private func reportFrames(_ stack: CapturedStack) -> [ReportFrame] {
+    func reportFrames(_ stack: CapturedStack) -> [ReportFrame] {
         defer { symbolizer.releaseMappedPages() }
         var out: [ReportFrame] = []
         out.reserveCapacity(stack.frames.count)
@@ -167,6 +169,8 @@ struct ReportBuilder {
         var counters: ReportCounters
         var lateness: Duration
         var sampling: SamplingFacts?
+        /// What a lock-waiting thread waits on, and its holder.
+        var lockWait: LockWaitFacts? = nil
     }
 
     /// The first version of a stall episode's report.
@@ -194,6 +198,7 @@ struct ReportBuilder {
             counters: f.counters,
             watchdogLateness: f.lateness)
         report.sampling = f.sampling
+        report.lockWait = f.lockWait
         fill(&report, samples: samples)
         return report
     }
@@ -207,7 +212,8 @@ struct ReportBuilder {
         next.startTimeUnixNanoseconds = MonotonicClock.unixNanoseconds(ofMonotonic: start)
         next.durationNanoseconds = duration.clampedNanoseconds
         next.durationIsFinal = final
-        if let cause { next.cause = cause }
+        // A lock wait's holder stays said while the stall still waits on a lock.
+        if let cause { next.cause = next.lockWait.map { cause.kind == .lockWait ? Self.cause(cause, with: $0) : cause } ?? cause }
         // A report made before any sample keeps its empty tree only while there is still none.
         if !samples.isEmpty { fill(&next, samples: samples) }
         return next

@@ -218,6 +218,9 @@ extension WatchdogEngine {
         let signature = signature(of: m)
         // No stack at all is no reason for silence: the cause and the duration are evidence.
         let stackRequired = sampleCount > 0
+        // A deadlock is reported once, by the first of its threads to be reported.
+        let lockFinding = lockWaitFinding(m, thread: thread)
+        if deadlockReported(lockFinding, thread: thread, stamp: stamp, now: now) { return }
         // The filter judges an episode, not a round: rounds come every 40 ms, and each call counts
         // a filtered or rate-limited report. A stall cut by the rate cap stays cut; one filtered
         // for its (trivial) stack is judged again only once its stack says more.
@@ -247,6 +250,7 @@ extension WatchdogEngine {
             m.noStackReason = captureFailure ?? "no sample"
             cause.evidence += "; no stack yet (\(captureFailure ?? "no sample")): the final report holds the samples taken later"
         }
+        let lock = lockFinding.flatMap { lockWaitFacts($0, cause: &cause) }
         let facts = roundFacts(now: now)
         let report = builder.stallReport(
             id: nextReportID(),
@@ -259,8 +263,9 @@ extension WatchdogEngine {
                     facts.driver = ring.driver.name
                     facts.driverFallback = ring.fallbackReason
                     return facts
-                }),
+                }, lockWait: lock),
             samples: m.samples)
+        if let lock, let finding = lockFinding { noteDeadlock(finding, lock, reportID: report.id, now: now) }
         m.detector.record(report: report)
         m.reportedSignature = signature
         deliver(report)

@@ -12,6 +12,9 @@ public struct StallCauseKind: RawRepresentable, Hashable, Sendable, Codable, Cas
     public static let cpuBound = StallCauseKind(rawValue: "cpuBound")
     /// Waiting on a lock (`futex`).
     public static let lockWait = StallCauseKind(rawValue: "lockWait")
+    /// Waiting on a lock whose holder waits, directly or through other threads, on a lock the
+    /// stalled thread holds: no thread of the cycle can go on (see ``StallReport/lockWait``).
+    public static let deadlock = StallCauseKind(rawValue: "deadlock")
     /// Waiting on the network (socket I/O, or a poll/select/epoll readiness wait).
     public static let networkIO = StallCauseKind(rawValue: "networkIO")
     /// Waiting on storage (state `D`, or file I/O and syncs).
@@ -31,7 +34,7 @@ public struct StallCauseKind: RawRepresentable, Hashable, Sendable, Codable, Cas
 
     /// Every kind this version knows.
     public static let allCases: [StallCauseKind] = [
-        .cpuBound, .lockWait, .networkIO, .diskIO, .sleeping, .starved, .tooManyThreads, .blockedInSyscall,
+        .cpuBound, .lockWait, .deadlock, .networkIO, .diskIO, .sleeping, .starved, .tooManyThreads, .blockedInSyscall,
         .unknown, .cpuUsage,
     ]
 

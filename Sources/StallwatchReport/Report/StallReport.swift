@@ -156,6 +156,9 @@ public struct StallReport: Sendable, Equatable, Codable {
     /// The request the stalled code was serving (method, route, trace and span ids); absent when
     /// it served none registered with `StallAttribution`, and in reports written before it existed.
     public var request: ReportRequest?
+    /// For a thread blocked on a lock: the lock, its holder and the holder's stack, or why there is
+    /// no holder to name; absent for other stalls and in reports written before it was recorded.
+    public var lockWait: LockWaitFacts?
 
     /// Creates a report; `schemaVersion` is always ``currentSchemaVersion``.
     public init(
@@ -250,5 +253,6 @@ extension StallReport {
         feedback = try c.decodeIfPresent(FeedbackFacts.self, forKey: .feedback)
         sampling = try c.decodeIfPresent(SamplingFacts.self, forKey: .sampling)
         request = try c.decodeIfPresent(ReportRequest.self, forKey: .request)
+        lockWait = try c.decodeIfPresent(LockWaitFacts.self, forKey: .lockWait)
     }
 }

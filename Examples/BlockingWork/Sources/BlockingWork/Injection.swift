@@ -14,7 +14,7 @@ public let injectionFunctions: [String: String] = [
     "semaphore": "waitOnSemaphore", "mutex": "blockOnLock", "socket": "blockOnSocketRead",
     "pipe": "blockOnPipeRead", "fsync": "fsyncStorm", "bigfile": "readBigFile",
     "zlib": "compressWithZlib", "sqlite": "queryRecursiveSQLite", "regex": "matchWithRegex",
-    "qsort": "sortWithCComparator", "recursion": "recurseThenCompute",
+    "qsort": "sortWithCComparator", "recursion": "recurseThenCompute", "heldmutex": "blockOnHeldLock",
 ]
 
 /// Runs `body` and returns the JSON the injection routes answer with: wall (CLOCK_REALTIME) and
@@ -34,6 +34,8 @@ public func timedInjection(kind: String, milliseconds: Int, _ body: () -> Void) 
 /// Blocks the calling thread with the injection `kind` for about `milliseconds`; nil for an unknown
 /// kind. The answer is `timedInjection`'s JSON.
 public func runInjection(kind: String, milliseconds: Int) -> String? {
+    // Its answer also names the lock's holder, for the harness to find in the report.
+    if kind == "heldmutex" { return heldLockInjection(milliseconds: milliseconds) }
     let work: () -> Void
     switch kind {
     case "cpu": work = { blockOnCPU(milliseconds: milliseconds) }
