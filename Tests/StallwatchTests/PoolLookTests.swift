@@ -130,7 +130,9 @@ struct PoolLookTests {
         let scanner = TestThread(name: "sw-scanner") { _ in
             let watcher = PoolJobWatcher(sampler: sampler, symbolizer: .shared)
             usleep(50_000)
-            for _ in 0..<3 {  // learn every worker's wait
+            // Learn every worker's wait, and let every thread the first scan listed settle (a
+            // young thread's name is read at each scan, see `PoolOtherThread`).
+            for _ in 0..<max(3, PoolOtherThread.youngScans + 1) {
                 _ = watcher.scan(now: MonotonicClock.now(), maySignal: false)
                 usleep(20_000)
             }

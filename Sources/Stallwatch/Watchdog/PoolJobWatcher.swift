@@ -130,13 +130,8 @@ final class PoolJobWatcher {
     private let symbolizer: Symbolizer
     private let frames: SwiftJobFrames?
     private var threads: [ThreadID: PoolThread] = [:]
-    /// Threads known not to be libdispatch workers, with the scan count at which to look again,
-    /// the scans waited before that look, and the last scan that listed them. A worker names
-    /// itself as it starts, so a thread is looked at again soon after it was first listed, then
-    /// ever more rarely (16, 32, … up to ``otherRetryLimit`` scans): with 64 loop threads, looking
-    /// at each every 16 scans was four name reads in every scan.
-    private var others: [ThreadID: (retry: Int, wait: Int, seen: Int)] = [:]
-    static let otherRetryLimit = 1024
+    /// Threads listed that are not named like libdispatch workers (see ``PoolOtherThread``).
+    private var others: [ThreadID: PoolOtherThread] = [:]
     private var scans = 0
     /// When the last rest of the pool ended (``rested(until:)``).
     private var restedUntil: MonotonicInstant?
@@ -216,20 +211,33 @@ final class PoolJobWatcher {
             if let known = threads[tid] {
                 thread = known
             } else {
-                if let other = others[tid] {
+                if var other = others[tid] {
+                    other.seen = scans
                     // Assigned whole: the optional-chained `_modify` of a dictionary value allocates.
-                    others[tid] = (retry: other.retry, wait: other.wait, seen: scans)
-                    if other.retry > scans { continue }
+                    others[tid] = other
+                    if other.retry > scans {
+                        if other.isYoung(at: scans) { quiet = false }
+                        continue
+                    }
                 }
                 PoolScanCost.procReadCount.add(1, ordering: .relaxed)
+                // Born since the previous scan (not listed by it), or since a rest began: after
+                // that scan, or after the rest ended.
+                let bornSince = [previousScan, restedUntil].compactMap { $0 }.max()
                 guard let name = Self.dispatchWorkerName(tid) else {
-                    let wait = others[tid].map { min($0.wait * 2, Self.otherRetryLimit) } ?? 16
-                    others[tid] = (retry: scans + wait, wait: wait, seen: scans)
+                    if var other = others[tid] {
+                        other.stillOther(at: scans)
+                        others[tid] = other
+                    } else {
+                        others[tid] = PoolOtherThread(firstListedBy: scans, bornAfter: bornSince)
+                    }
+                    // A young thread may be a new worker that has not named itself yet: the pool
+                    // is not quiet until it settled.
+                    if others[tid]?.isYoung(at: scans) == true { quiet = false }
                     continue
                 }
-                // A thread listed before as another one (not yet named a worker) was not born
-                // since the previous scan. One born since a rest began was born after it ended.
-                let bornAfter = others[tid] != nil ? nil : [previousScan, restedUntil].compactMap { $0 }.max()
+                // A thread listed before under another name was born when it was first listed.
+                let bornAfter = others[tid].map(\.bornAfter) ?? bornSince
                 others[tid] = nil
                 thread = PoolThread(tid, name: name, at: now, bornAfter: bornAfter)
                 threads[tid] = thread
@@ -241,7 +249,7 @@ final class PoolJobWatcher {
             if thread.isWorker == false {
                 // Named like a worker, not one: looked at again only as rarely as any other thread.
                 threads[tid] = nil
-                others[tid] = (retry: scans + Self.otherRetryLimit, wait: Self.otherRetryLimit, seen: scans)
+                others[tid] = PoolOtherThread(notAWorkerAt: scans)
                 changed = true
             }
         }
