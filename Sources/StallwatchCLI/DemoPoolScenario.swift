@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Glibc
 
 /// Stalls the demo causes on the Swift concurrency pool rather than on a loop of its own: the
@@ -11,9 +12,10 @@ enum DemoPoolScenario: String, CaseIterable, Sendable {
     case poolFirstChild = "pool-first-child"
     case poolFirstAsync = "pool-first-async"
     case poolDeadlock = "pool-deadlock"
+    case poolDeadlockTimeout = "pool-deadlock-timeout"
 
     /// Whether the pool's own ping (`PingProbe.cooperativePool()`) is watched too.
-    var pingsPool: Bool { self == .poolDeadlock }
+    var pingsPool: Bool { self == .poolDeadlock || self == .poolDeadlockTimeout }
 
     /// Starts the stall on the pool and returns at once; the stall lasts `seconds`.
     func start(seconds: Double) {
@@ -30,13 +32,23 @@ enum DemoPoolScenario: String, CaseIterable, Sendable {
             }
         case .poolFirstAsync:
             Task { await demoPoolRoute(seconds: seconds) }
-        case .poolDeadlock:
+        case .poolDeadlock, .poolDeadlockTimeout:
             // One job more than the pool has workers, at the priority of the pool's ping
             // (each priority has a pool of its own): every worker waits, one job waits for a worker.
-            let width = Int(sysconf(Int32(_SC_NPROCESSORS_CONF)))
+            let jobs = max(Int(sysconf(Int32(_SC_NPROCESSORS_CONF))), 1) + 1
             let gate = DispatchSemaphore(value: 0)
-            for _ in 0...max(width, 1) {
-                Task(priority: .medium) { demoPoolWaitForSignal(gate, seconds: seconds) }
+            for _ in 0..<jobs {
+                if self == .poolDeadlock {
+                    Task(priority: .medium) { demoPoolWaitForSignal(gate) }
+                } else {
+                    Task(priority: .medium) { demoPoolWaitForSignal(gate, seconds: seconds) }
+                }
+            }
+            guard self == .poolDeadlock else { return }
+            // The signal no job can send comes from a plain thread, after the stall.
+            Thread.detachNewThread {
+                demoSleep(seconds: seconds)
+                for _ in 0..<jobs { gate.signal() }
             }
         }
     }
@@ -53,7 +65,13 @@ func demoPoolWaitForUpstream(seconds: Double) {
 }
 
 /// The classic pool deadlock: a job waits for a signal that only another job (never started,
-/// as every worker waits too) would send. Here it times out instead.
+/// as every worker waits too) would send. Here a plain thread sends it after the stall.
+@inline(never)
+func demoPoolWaitForSignal(_ gate: DispatchSemaphore) {
+    gate.wait()
+}
+
+/// The same wait with a timeout instead of a rescuer.
 @inline(never)
 func demoPoolWaitForSignal(_ gate: DispatchSemaphore, seconds: Double) {
     _ = gate.wait(timeout: .now() + seconds)
