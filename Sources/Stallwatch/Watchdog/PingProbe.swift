@@ -115,7 +115,7 @@ public final class PingProbe: Sendable {
             pingIfIdle()
             return
         }
-        let look = watcher.look(atPoolNamed: workerName)
+        let look = watcher.look(atPoolNamed: workerName, pingedOn: thread)
         if look.free {
             freeAtRest()
             return

@@ -98,6 +98,10 @@ final class PoolJobWatcher {
         var waitsForWork: [Bool] = []
         /// Whether the last scan found the thread waiting for work (see ``waitsForWork``).
         var idleForWork = false
+        /// The word its wait for work sleeps on (the futex's address): every worker of one root
+        /// queue waits on that queue's one semaphore, so the word tells the worker's pool where its
+        /// name may not (a thread created by another pool's worker inherits that worker's name).
+        var workWord: UInt64?
         /// The thread's CPU time (ns) when a scan last saw it in one of its ``idleWaits``: while its
         /// CPU clock still reads that, it has not run since, so it still waits there and its /proc
         /// files are not read at all.
@@ -314,6 +318,7 @@ final class PoolJobWatcher {
             thread.blockedAt = nil
             thread.cpu = nil
             thread.idleForWork = thread.waitsForWork[wait]
+            if thread.idleForWork { thread.workWord = thread.idleWaits[wait].args.0 }
             job = .some(nil)
             // Read before the syscall file: a thread that ran in between has a newer clock.
             if clockRead { thread.idleCPU = cpuNow }
@@ -332,6 +337,7 @@ final class PoolJobWatcher {
                 if let stack, case .some(.none) = job {
                     let forWork = stack.isWhole && isWorkerWait(stack)
                     thread.idleForWork = forWork
+                    if forWork { thread.workWord = call.args.0 }
                     if thread.idleWaits.count < 4 {
                         thread.idleWaits.append(call)
                         thread.waitsForWork.append(forWork)
@@ -489,11 +495,24 @@ final class PoolJobWatcher {
     /// start a job now (a worker of it waits for work, or it has no worker, so nothing of it runs),
     /// and otherwise one of its workers away from its wait, longest in a job first (the thread a
     /// starved pool's report samples).
-    func look(atPoolNamed workerName: String) -> (free: Bool, busyWorker: ThreadID?) {
+    ///
+    /// `pinger`: the thread that ran the pool's last ping, a worker of that very pool. Once a scan
+    /// saw it waiting for work, the word it waits on names the pool, and a worker named alike that
+    /// waits on another word serves another root queue: it does not make this pool free. With every
+    /// worker of a pool blocked, libdispatch starts threads for other root queues from them, which
+    /// inherit their name; one of those waiting for work hid the starved pool (no ping, no report).
+    func look(atPoolNamed workerName: String, pingedOn pinger: ThreadID? = nil) -> (free: Bool, busyWorker: ThreadID?) {
+        // Learnt once: a root queue's semaphore stays where it is.
+        if poolWords[workerName] == nil, let pinger, let word = threads[pinger]?.workWord,
+           threads[pinger]?.name == workerName {
+            poolWords[workerName] = word
+        }
+        let poolWord = poolWords[workerName]
         var any = false
         var busy: ThreadID?
         var busySince: MonotonicInstant?
         for (tid, thread) in threads where thread.name == workerName {
+            if let poolWord, let word = thread.workWord, word != poolWord { continue }  // another root queue's worker
             any = true
             if thread.idleForWork { return (true, nil) }
             if let since = thread.probe.busySince {
@@ -504,6 +523,9 @@ final class PoolJobWatcher {
         }
         return (!any, busy)
     }
+
+    /// Per worker name, the word the workers of the pinged pool wait for work on (see ``look(atPoolNamed:pingedOn:)``).
+    private var poolWords: [String: UInt64] = [:]
 }
 
 /// What the pool-job scans cost, process-wide (for `bench probe`: counts, robust to a noisy machine).
