@@ -492,7 +492,8 @@ final class PoolJobWatcher {
     private(set) var lastScan: MonotonicInstant?
 
     /// What the last scan saw of the pool whose workers are named `workerName`: whether it can
-    /// start a job now (a worker of it waits for work, or it has no worker, so nothing of it runs),
+    /// start a job now (a worker of it waits for work and fewer than ``poolWidth`` are away from
+    /// their wait, or it has no worker, so nothing of it runs),
     /// and otherwise one of its workers away from its wait, longest in a job first (the thread a
     /// starved pool's report samples).
     ///
@@ -509,19 +510,38 @@ final class PoolJobWatcher {
         }
         let poolWord = poolWords[workerName]
         var any = false
+        var waiting = false
+        var away = 0
         var busy: ThreadID?
         var busySince: MonotonicInstant?
         for (tid, thread) in threads where thread.name == workerName {
             if let poolWord, let word = thread.workWord, word != poolWord { continue }  // another root queue's worker
             any = true
-            if thread.idleForWork { return (true, nil) }
+            if thread.idleForWork {
+                waiting = true
+                continue
+            }
+            away += 1
             if let since = thread.probe.busySince {
                 if busySince.map({ since < $0 }) ?? true { (busy, busySince) = (tid, since) }
             } else if busy == nil {
                 busy = tid
             }
         }
+        // A worker waiting for work starts a job only while the pool has a free slot: libdispatch
+        // runs at most as many of a pool's workers as there are CPUs, and a worker blocked in a job
+        // keeps its slot. With that many away, a job given to the pool waits however many workers
+        // wait for work (seen: two jobs blocked, a third queued, a third worker idle for seconds).
+        if waiting && away < Self.poolWidth { return (true, nil) }
         return (!any, busy)
+    }
+
+    /// How many of a pool's workers libdispatch runs at once: the CPU count (`_SC_NPROCESSORS_CONF`).
+    static let poolWidth = max(Int(sysconf(Int32(_SC_NPROCESSORS_CONF))), 1)
+
+    /// The workers in a job now, each with its name and its pool-job loop's probe.
+    var workersInJobs: [(thread: ThreadID, name: String, probe: HeartbeatProbe)] {
+        threads.compactMap { tid, thread in thread.job == nil ? nil : (tid, thread.name, thread.probe) }
     }
 
     /// Per worker name, the word the workers of the pinged pool wait for work on (see ``look(atPoolNamed:pingedOn:)``).

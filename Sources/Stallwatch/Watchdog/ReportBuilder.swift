@@ -119,6 +119,9 @@ struct ReportBuilder {
 
     /// A stack's frames as a report lists them (one array: no intermediate list of symbolized
     /// frames). Return addresses are looked up inside the call, as ``Symbolizer/symbolize(_:)`` does.
+    func frames(of stack: CapturedStack) -> [ReportFrame] { reportFrames(stack) }
+
+    /// See ``frames(of:)``.
     private func reportFrames(_ stack: CapturedStack) -> [ReportFrame] {
         defer { symbolizer.releaseMappedPages() }
         var out: [ReportFrame] = []

@@ -248,7 +248,7 @@ extension WatchdogEngine {
             cause.evidence += "; no stack yet (\(captureFailure ?? "no sample")): the final report holds the samples taken later"
         }
         let facts = roundFacts(now: now)
-        let report = builder.stallReport(
+        var report = builder.stallReport(
             id: nextReportID(),
             ReportBuilder.StallFacts(
                 loopName: m.source.name, thread: thread, start: start, elapsed: elapsed, cause: cause,
@@ -261,6 +261,7 @@ extension WatchdogEngine {
                     return facts
                 }),
             samples: m.samples)
+        if case .ping(let probe) = m.source { report.poolJobs = poolJobStacks(for: probe) }
         m.detector.record(report: report)
         m.reportedSignature = signature
         deliver(report)

@@ -246,8 +246,11 @@ final class WatchdogEngine {
         // one-off capture of a thread that may not get a CPU for a while. With many loops stalled
         // at once, the round's evidence and samples of the others (tens of ms on saturated CPUs)
         // would otherwise come before their detection.
-        for pass in 0..<3 {
-        for m in monitors.values where m.steppedInRound != now && isInPass(pass, m, now: now) {
+        // Within each pass, the pool's job loops before the others: a starved pool's report lists
+        // its blocked jobs as their own reports of the same round tell them.
+        for pass in 0..<6 {
+        for m in monitors.values where m.steppedInRound != now
+            && (pass % 2 == 0) != m.ownsBusyRecord && isInPass(pass / 2, m, now: now) {
             m.steppedInRound = now
             // Before the next ping is posted: the answered one's latency is read exactly once.
             let lag = m.source.takeLag()

@@ -152,6 +152,10 @@ public struct StallReport: Sendable, Equatable, Codable {
     /// The request the stalled code was serving (method, route, trace and span ids); absent when
     /// it served none registered with `StallAttribution`, and in reports written before it existed.
     public var request: ReportRequest?
+    /// For a `cooperative-pool` report (the pool's ping stalled): the jobs holding the pool's
+    /// workers at the stall, longest first, each with its stack and cause. Absent for other loops,
+    /// and when no job was seen on the pool's workers.
+    public var poolJobs: [PoolJobStack]?
 
     /// Creates a report; `schemaVersion` is always ``currentSchemaVersion``.
     public init(
@@ -246,5 +250,6 @@ extension StallReport {
         feedback = try c.decodeIfPresent(FeedbackFacts.self, forKey: .feedback)
         sampling = try c.decodeIfPresent(SamplingFacts.self, forKey: .sampling)
         request = try c.decodeIfPresent(ReportRequest.self, forKey: .request)
+        poolJobs = try c.decodeIfPresent([PoolJobStack].self, forKey: .poolJobs)
     }
 }
