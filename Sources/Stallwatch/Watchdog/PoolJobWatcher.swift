@@ -98,6 +98,9 @@ final class PoolJobWatcher {
         var waitsForWork: [Bool] = []
         /// Whether the last scan found the thread waiting for work (see ``waitsForWork``).
         var idleForWork = false
+        /// Since when, and why, the thread has been away from its wait with no job told from its
+        /// stack (see ``PoolUnwatched``).
+        var unwatched = PoolUnwatched()
         /// The word its wait for work sleeps on (the futex's address): every worker of one root
         /// queue waits on that queue's one semaphore, so the word tells the worker's pool where its
         /// name may not (a thread created by another pool's worker inherits that worker's name).
@@ -151,11 +154,31 @@ final class PoolJobWatcher {
     /// such signal per this period and thread, so a worker running many short jobs costs little more.
     let inconclusiveSignalAfter: Duration
 
-    init(sampler: StackSampler, symbolizer: Symbolizer, inconclusiveSignalAfter: Duration = .milliseconds(500)) {
+    /// How long a worker may stay away from its wait with no job told before an event says so
+    /// (the threshold: by then a job there would have been reported).
+    let unwatchedAfter: Duration
+    /// What ``takeUnwatchedNotes()`` hands out: one sentence per worker that cannot be watched.
+    private var unwatchedNotes: [String] = []
+
+    init(sampler: StackSampler, symbolizer: Symbolizer, inconclusiveSignalAfter: Duration = .milliseconds(500),
+         unwatchedAfter: Duration = .milliseconds(500)) {
         self.sampler = sampler
         self.symbolizer = symbolizer
         self.frames = SwiftJobFrames()
         self.inconclusiveSignalAfter = inconclusiveSignalAfter
+        self.unwatchedAfter = unwatchedAfter
+    }
+
+    /// The workers found unwatchable since the last call, each said once per stretch away.
+    func takeUnwatchedNotes() -> [String] {
+        defer { unwatchedNotes.removeAll() }
+        return unwatchedNotes
+    }
+
+    /// Why a blocked worker's stack tells no job: where and why its walk ended.
+    private func cutWhy(_ stack: CapturedStack) -> String {
+        let last = stack.frames.last.map { symbolizer.symbolize($0 == 0 ? $0 : $0 - 1).symbol ?? "0x\(String($0, radix: 16))" } ?? "?"
+        return "its stack ends before the job runner (swift_job_run), at \(last) (\(stack.walkEnd?.name ?? "cut"))"
     }
 
     /// Whether the concurrency runtime's job runner was found (without it nothing is watched).
@@ -250,6 +273,9 @@ final class PoolJobWatcher {
             }
             thread.seen = scans
             if !observe(thread, tid: tid, now: now, frames: frames, maySignal: maySignal()) { quiet = false }
+            if thread.isWorker != false, let why = thread.unwatched.due(now: now, after: unwatchedAfter) {
+                unwatchedNotes.append("pool worker \(tid.rawValue) (\(thread.name)) is not watched: \(why); a stall of the job it runs cannot be dated or reported")
+            }
             if thread.isWorker == false {
                 // Named like a worker, not one: looked at again only as rarely as any other thread.
                 threads[tid] = nil
@@ -331,9 +357,14 @@ final class PoolJobWatcher {
                 if thread.last != nil { thread.last = (now, run &+ wait, false) }
             } else {
                 thread.blockedAt = (call, slices)
-                let stack = try? sampler.captureBlockedStack(of: tid)
+                let stack: CapturedStack?
+                do { stack = try sampler.captureBlockedStack(of: tid) } catch {
+                    stack = nil
+                    thread.unwatched.failed(now: now, why: "its blocked stack could not be read (\(error))")
+                }
                 if let stack { confirmWorker(thread, by: stack) }
                 job = stack.flatMap { identify($0, frames, thread: thread, running: false) }
+                if let stack, job == nil, thread.job == nil { thread.unwatched.failed(now: now, why: cutWhy(stack)) }
                 if let stack, case .some(.none) = job {
                     let forWork = stack.isWhole && isWorkerWait(stack)
                     thread.idleForWork = forWork
@@ -357,7 +388,11 @@ final class PoolJobWatcher {
                 // Busy on the CPU for most of the interval, or away too long with nothing
                 // concluded: worth a signal to see which job.
                 if !busy { thread.inconclusiveSignalAt = now }
-                let stack = try? sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(20))
+                let stack: CapturedStack?
+                do { stack = try sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(20)) } catch {
+                    stack = nil
+                    if thread.job == nil { thread.unwatched.failed(now: now, why: "its stack could not be captured (\(error))") }
+                }
                 if let stack { confirmWorker(thread, by: stack) }
                 job = stack.flatMap { identify($0, frames, thread: thread, running: true) }
             } else {
@@ -389,6 +424,7 @@ final class PoolJobWatcher {
             thread.awaySeenAt = now
         }
         guard var job else { return false }
+        thread.unwatched = PoolUnwatched()
         thread.last = sched ? (now, run &+ wait, call.nr == -2) : nil
         thread.jobShare = job == nil ? nil : share
         let briefRunAt = thread.briefRunAt, briefRunInJobAt = thread.briefRunInJobAt

@@ -104,7 +104,8 @@ final class WatchdogEngine {
         self.schedule = DetectionSchedule(configuration: configuration)
         if configuration.watchPoolJobs {
             let watcher = PoolJobWatcher(sampler: sampler, symbolizer: .shared,
-                                         inconclusiveSignalAfter: configuration.threshold / 5)
+                                         inconclusiveSignalAfter: configuration.threshold / 5,
+                                         unwatchedAfter: configuration.threshold)
             if watcher.isAvailable {
                 poolWatcher = watcher
                 let hook = sw_pool_wake_install()
@@ -227,6 +228,10 @@ final class WatchdogEngine {
                 poolRest.prepareScan(now: now, wake: !pingsEveryRound,
                                      timerDelay: loopRest.hasSet ? schedule.poolScanPeriod : nil)
                 if poolWatcher.scan(now: now, maySignal: maySignal) { syncMonitors() }
+                for note in poolWatcher.takeUnwatchedNotes() {
+                    logger.warning("pool worker not watched", metadata: ["why": "\(note)"])
+                    emit(.error(note))
+                }
                 poolRest.scanned(quiet: poolWatcher.lastScanFoundQuiet, now: now)
                 poolIsFree = poolRest.isResting
                 // At rest, the late scan catches work that reached a worker without the enqueue.
