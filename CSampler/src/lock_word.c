@@ -1,5 +1,7 @@
 // Reads a waiter's lock word and its neighbours (see sw_lock_word.h). Called from the watchdog
 // thread only.
+#include "sw_platform.h"
+#if SW_PLATFORM_SAMPLES
 #include "sw_lock_word.h"
 
 #include <string.h>
@@ -21,3 +23,5 @@ uint32_t sw_lock_words_read(uint64_t addr, sw_lock_words_t *out) {
     if (sw_read_own(out->words, addr, sizeof out->words[0]) == sizeof out->words[0]) out->bytes = sizeof out->words[0];
     return out->bytes;
 }
+
+#endif // SW_PLATFORM_SAMPLES

@@ -14,7 +14,7 @@ struct Demo: ParsableCommand {
         discussion: "Events are printed one JSON object per line on standard output; reports are also written to --report-dir when given."
     )
 
-    @Option(help: "What the loop does: \(DemoScenario.allCases.map(\.rawValue).joined(separator: ", ")).")
+    @Option(help: "What the loop does: \(Demo.scenarioNames.joined(separator: ", ")).")
     var scenario: String = "cpu"
 
     @Option(name: .customLong("threshold-ms"), help: "Stall threshold in milliseconds.")
@@ -32,12 +32,15 @@ struct Demo: ParsableCommand {
     @Option(name: .customLong("report-dir"), help: "Directory for JSON reports.")
     var reportDirectory: String?
 
+    @Option(name: .customLong("pool-delay-ms"), help: "Pool scenarios: how long after the watchdog starts the first pool job comes (ms).")
+    var poolDelayMilliseconds: Int = 100
+
     @Flag(help: "Print whole reports, not just a summary line per event.")
     var full = false
 
     func validate() throws {
-        guard DemoScenario(rawValue: scenario) != nil else {
-            throw ValidationError("unknown scenario '\(scenario)'; choose one of \(DemoScenario.allCases.map(\.rawValue).joined(separator: ", "))")
+        guard DemoScenario(rawValue: scenario) != nil || DemoPoolScenario(rawValue: scenario) != nil else {
+            throw ValidationError("unknown scenario '\(scenario)'; choose one of \(Demo.scenarioNames.joined(separator: ", "))")
         }
         guard thresholdMilliseconds > 0 else { throw ValidationError("--threshold-ms must be positive") }
         // Finite and bounded: the values become sleep lengths, and a day is more than any demo needs.
@@ -50,11 +53,15 @@ struct Demo: ParsableCommand {
         guard suspensionLimitMilliseconds > 0 else { throw ValidationError("--suspension-limit-ms must be positive") }
     }
 
+    /// Every scenario: the loop's, then the pool's.
+    static var scenarioNames: [String] {
+        DemoScenario.allCases.map(\.rawValue) + DemoPoolScenario.allCases.map(\.rawValue)
+    }
+
     /// The longest --seconds or --stall-seconds accepted: one day.
     static let maximumSeconds: Double = 86_400
 
     func run() throws {
-        guard let kind = DemoScenario(rawValue: scenario) else { return }
         let configuration = WatchdogConfiguration(threshold: .milliseconds(thresholdMilliseconds),
                                                   suspensionLimit: .milliseconds(suspensionLimitMilliseconds))
         let encoder = JSONEncoder()
@@ -67,6 +74,11 @@ struct Demo: ParsableCommand {
             print(Demo.describe(event, encoder: encoder, full: full))
             fflush(nil)
         }
+        if let pool = DemoPoolScenario(rawValue: scenario) {
+            try runOnPool(pool, watchdog: watchdog)
+            return
+        }
+        guard let kind = DemoScenario(rawValue: scenario) else { return }
         let probe = watchdog.makeProbe(name: "demo-\(kind.rawValue)-loop")
         try watchdog.start()
 
@@ -110,6 +122,17 @@ struct Demo: ParsableCommand {
         if kind == .socket { _ = write(pair[1], "x", 1) }
         demoSleep(seconds: max(seconds - 0.1 - stall, 0.2))
         loop.cancel()
+        watchdog.stop()
+    }
+
+    /// A pool scenario: nothing runs on the pool before the stall, so its job is the process's first.
+    private func runOnPool(_ pool: DemoPoolScenario, watchdog: Watchdog) throws {
+        if pool.pingsPool { watchdog.monitor(PingProbe.cooperativePool()) }
+        try watchdog.start()
+        let delay = Double(max(poolDelayMilliseconds, 0)) / 1000
+        demoSleep(seconds: delay)
+        pool.start(seconds: stallSeconds)
+        demoSleep(seconds: max(seconds - delay, 0.2))
         watchdog.stop()
     }
 

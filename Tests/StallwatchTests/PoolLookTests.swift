@@ -70,6 +70,47 @@ struct PoolLookTests {
         }
     }
 
+    /// The classic pool deadlock: every worker's job waits in `DispatchSemaphore.wait()` for a
+    /// signal only a job could send (here a plain thread sends it after a while). One report of
+    /// the pool lists each blocked job with its stack and cause, and each job has one report of its own.
+    @Test("a pool deadlocked on a semaphore: one pool report listing every blocked job, one report per job")
+    func deadlockedPoolListsItsJobs() async throws {
+        try await watch { probe, log in
+            let count = max(ProcessInfo.processInfo.activeProcessorCount, Self.workers(named: "oot.default-qos").count, 1)
+            let gate = DispatchSemaphore(value: 0)
+            let jobs = (0..<count).map { _ in Task.detached(priority: .medium) { poolFixtureWaitForSignal(gate) } }
+            let rescuer = TestThread(name: "sw-rescuer") { _ in
+                usleep(1_200_000)
+                for _ in 0..<count { gate.signal() }
+            }
+            for job in jobs { await job.value }
+            rescuer.stopAndJoin()
+            // Awaited, not polled: a poll would block a worker itself (and be reported as a job).
+            for _ in 0..<40 where !log.events.withLock({ $0.contains { $0.kind == .stallEnded && $0.loop == probe.name } }) {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            let pool = log.stalls.filter { $0.loopName == probe.name }
+            #expect(Set(pool.map(\.id)).count == 1, "\(pool.map { ($0.id, $0.duration) }); \(log.events.withLock { $0.map(\.jsonLine) })")
+            // The jobs that got a worker (the rest waited in the queue, as the ping did).
+            let jobReports = log.allStalls.filter {
+                $0.loopName == PoolJobWatcher.loopName
+                    && $0.blamedStack.contains { $0.symbol?.contains("poolFixtureWaitForSignal") == true }
+            }
+            let jobThreads = jobReports.compactMap { $0.thread?.id }
+            #expect(!jobReports.isEmpty)
+            #expect(Set(jobThreads).count == jobThreads.count, "a job reported twice: \(jobReports.map { ($0.id, $0.thread?.id ?? 0) })")
+            let listed = try #require(pool.first?.poolJobs, "the pool's report lists no job")
+            #expect(Set(listed.map(\.thread.id)) == Set(jobThreads), "\(listed.map(\.thread.id)) vs \(jobThreads)")
+            for job in listed {
+                #expect(job.frames.contains { $0.symbol?.contains("poolFixtureWaitForSignal") == true },
+                        "\(job.thread.id): \(job.frames.compactMap(\.symbol).prefix(8))")
+                #expect(job.cause?.kind == .lockWait, "\(job.thread.id): \(String(describing: job.cause))")
+                #expect(job.reportID.map { id in jobReports.contains { $0.id == id } } == true)
+            }
+        }
+    }
+
     /// A `DispatchQueue.global()` block runs on the same workers as Swift jobs, outside any job:
     /// blocked in it, a worker is away, not waiting for work, though no `swift_job_run` is on its stack.
     @Test("a worker blocked in a dispatch block is not taken for one waiting for work")
@@ -130,7 +171,9 @@ struct PoolLookTests {
         let scanner = TestThread(name: "sw-scanner") { _ in
             let watcher = PoolJobWatcher(sampler: sampler, symbolizer: .shared)
             usleep(50_000)
-            for _ in 0..<3 {  // learn every worker's wait
+            // Learn every worker's wait, and let every thread the first scan listed settle (a
+            // young thread's name is read at each scan, see `PoolOtherThread`).
+            for _ in 0..<max(3, PoolOtherThread.youngScans + 1) {
                 _ = watcher.scan(now: MonotonicClock.now(), maySignal: false)
                 usleep(20_000)
             }
@@ -159,4 +202,9 @@ struct PoolLookTests {
             (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8))?.hasPrefix(name) == true
         }
     }
+}
+
+@inline(never)
+func poolFixtureWaitForSignal(_ gate: DispatchSemaphore) {
+    gate.wait()
 }

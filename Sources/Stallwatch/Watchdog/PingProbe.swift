@@ -102,6 +102,9 @@ public final class PingProbe: Sendable {
         return name
     }
 
+    /// The name of the pool's workers once a ping ran and told it, else `nil` (read, never learnt here).
+    var knownPoolWorkerName: String? { poolWorkerName.withLock { $0 } }
+
     /// Called by the watchdog once per ping period, in place of ``lookOrPing()``, for a probe that
     /// ``watchesCooperativePool``, right after `watcher` scanned the pool's threads. A pool with a
     /// worker waiting for work starts a job at once (libdispatch wakes a waiting worker for each
@@ -115,7 +118,7 @@ public final class PingProbe: Sendable {
             pingIfIdle()
             return
         }
-        let look = watcher.look(atPoolNamed: workerName)
+        let look = watcher.look(atPoolNamed: workerName, pingedOn: thread)
         if look.free {
             freeAtRest()
             return

@@ -98,6 +98,13 @@ final class PoolJobWatcher {
         var waitsForWork: [Bool] = []
         /// Whether the last scan found the thread waiting for work (see ``waitsForWork``).
         var idleForWork = false
+        /// Since when, and why, the thread has been away from its wait with no job told from its
+        /// stack (see ``PoolUnwatched``).
+        var unwatched = PoolUnwatched()
+        /// The word its wait for work sleeps on (the futex's address): every worker of one root
+        /// queue waits on that queue's one semaphore, so the word tells the worker's pool where its
+        /// name may not (a thread created by another pool's worker inherits that worker's name).
+        var workWord: UInt64?
         /// The thread's CPU time (ns) when a scan last saw it in one of its ``idleWaits``: while its
         /// CPU clock still reads that, it has not run since, so it still waits there and its /proc
         /// files are not read at all.
@@ -130,13 +137,8 @@ final class PoolJobWatcher {
     private let symbolizer: Symbolizer
     private let frames: SwiftJobFrames?
     private var threads: [ThreadID: PoolThread] = [:]
-    /// Threads known not to be libdispatch workers, with the scan count at which to look again,
-    /// the scans waited before that look, and the last scan that listed them. A worker names
-    /// itself as it starts, so a thread is looked at again soon after it was first listed, then
-    /// ever more rarely (16, 32, … up to ``otherRetryLimit`` scans): with 64 loop threads, looking
-    /// at each every 16 scans was four name reads in every scan.
-    private var others: [ThreadID: (retry: Int, wait: Int, seen: Int)] = [:]
-    static let otherRetryLimit = 1024
+    /// Threads listed that are not named like libdispatch workers (see ``PoolOtherThread``).
+    private var others: [ThreadID: PoolOtherThread] = [:]
     private var scans = 0
     /// When the last rest of the pool ended (``rested(until:)``).
     private var restedUntil: MonotonicInstant?
@@ -152,11 +154,31 @@ final class PoolJobWatcher {
     /// such signal per this period and thread, so a worker running many short jobs costs little more.
     let inconclusiveSignalAfter: Duration
 
-    init(sampler: StackSampler, symbolizer: Symbolizer, inconclusiveSignalAfter: Duration = .milliseconds(500)) {
+    /// How long a worker may stay away from its wait with no job told before an event says so
+    /// (the threshold: by then a job there would have been reported).
+    let unwatchedAfter: Duration
+    /// What ``takeUnwatchedNotes()`` hands out: one sentence per worker that cannot be watched.
+    private var unwatchedNotes: [String] = []
+
+    init(sampler: StackSampler, symbolizer: Symbolizer, inconclusiveSignalAfter: Duration = .milliseconds(500),
+         unwatchedAfter: Duration = .milliseconds(500)) {
         self.sampler = sampler
         self.symbolizer = symbolizer
         self.frames = SwiftJobFrames()
         self.inconclusiveSignalAfter = inconclusiveSignalAfter
+        self.unwatchedAfter = unwatchedAfter
+    }
+
+    /// The workers found unwatchable since the last call, each said once per stretch away.
+    func takeUnwatchedNotes() -> [String] {
+        defer { unwatchedNotes.removeAll() }
+        return unwatchedNotes
+    }
+
+    /// Why a blocked worker's stack tells no job: where and why its walk ended.
+    private func cutWhy(_ stack: CapturedStack) -> String {
+        let last = stack.frames.last.map { symbolizer.symbolize($0 == 0 ? $0 : $0 - 1).symbol ?? "0x\(String($0, radix: 16))" } ?? "?"
+        return "its stack ends before the job runner (swift_job_run), at \(last) (\(stack.walkEnd?.name ?? "cut"))"
     }
 
     /// Whether the concurrency runtime's job runner was found (without it nothing is watched).
@@ -216,20 +238,33 @@ final class PoolJobWatcher {
             if let known = threads[tid] {
                 thread = known
             } else {
-                if let other = others[tid] {
+                if var other = others[tid] {
+                    other.seen = scans
                     // Assigned whole: the optional-chained `_modify` of a dictionary value allocates.
-                    others[tid] = (retry: other.retry, wait: other.wait, seen: scans)
-                    if other.retry > scans { continue }
+                    others[tid] = other
+                    if other.retry > scans {
+                        if other.isYoung(at: scans) { quiet = false }
+                        continue
+                    }
                 }
                 PoolScanCost.procReadCount.add(1, ordering: .relaxed)
+                // Born since the previous scan (not listed by it), or since a rest began: after
+                // that scan, or after the rest ended.
+                let bornSince = [previousScan, restedUntil].compactMap { $0 }.max()
                 guard let name = Self.dispatchWorkerName(tid) else {
-                    let wait = others[tid].map { min($0.wait * 2, Self.otherRetryLimit) } ?? 16
-                    others[tid] = (retry: scans + wait, wait: wait, seen: scans)
+                    if var other = others[tid] {
+                        other.stillOther(at: scans)
+                        others[tid] = other
+                    } else {
+                        others[tid] = PoolOtherThread(firstListedBy: scans, bornAfter: bornSince)
+                    }
+                    // A young thread may be a new worker that has not named itself yet: the pool
+                    // is not quiet until it settled.
+                    if others[tid]?.isYoung(at: scans) == true { quiet = false }
                     continue
                 }
-                // A thread listed before as another one (not yet named a worker) was not born
-                // since the previous scan. One born since a rest began was born after it ended.
-                let bornAfter = others[tid] != nil ? nil : [previousScan, restedUntil].compactMap { $0 }.max()
+                // A thread listed before under another name was born when it was first listed.
+                let bornAfter = others[tid].map(\.bornAfter) ?? bornSince
                 others[tid] = nil
                 thread = PoolThread(tid, name: name, at: now, bornAfter: bornAfter)
                 threads[tid] = thread
@@ -238,10 +273,13 @@ final class PoolJobWatcher {
             }
             thread.seen = scans
             if !observe(thread, tid: tid, now: now, frames: frames, maySignal: maySignal()) { quiet = false }
+            if thread.isWorker != false, let why = thread.unwatched.due(now: now, after: unwatchedAfter) {
+                unwatchedNotes.append("pool worker \(tid.rawValue) (\(thread.name)) is not watched: \(why); a stall of the job it runs cannot be dated or reported")
+            }
             if thread.isWorker == false {
                 // Named like a worker, not one: looked at again only as rarely as any other thread.
                 threads[tid] = nil
-                others[tid] = (retry: scans + Self.otherRetryLimit, wait: Self.otherRetryLimit, seen: scans)
+                others[tid] = PoolOtherThread(notAWorkerAt: scans)
                 changed = true
             }
         }
@@ -306,6 +344,7 @@ final class PoolJobWatcher {
             thread.blockedAt = nil
             thread.cpu = nil
             thread.idleForWork = thread.waitsForWork[wait]
+            if thread.idleForWork { thread.workWord = thread.idleWaits[wait].args.0 }
             job = .some(nil)
             // Read before the syscall file: a thread that ran in between has a newer clock.
             if clockRead { thread.idleCPU = cpuNow }
@@ -318,12 +357,18 @@ final class PoolJobWatcher {
                 if thread.last != nil { thread.last = (now, run &+ wait, false) }
             } else {
                 thread.blockedAt = (call, slices)
-                let stack = try? sampler.captureBlockedStack(of: tid)
+                let stack: CapturedStack?
+                do { stack = try sampler.captureBlockedStack(of: tid) } catch {
+                    stack = nil
+                    thread.unwatched.failed(now: now, why: "its blocked stack could not be read (\(error))")
+                }
                 if let stack { confirmWorker(thread, by: stack) }
                 job = stack.flatMap { identify($0, frames, thread: thread, running: false) }
+                if let stack, job == nil, thread.job == nil { thread.unwatched.failed(now: now, why: cutWhy(stack)) }
                 if let stack, case .some(.none) = job {
                     let forWork = stack.isWhole && isWorkerWait(stack)
                     thread.idleForWork = forWork
+                    if forWork { thread.workWord = call.args.0 }
                     if thread.idleWaits.count < 4 {
                         thread.idleWaits.append(call)
                         thread.waitsForWork.append(forWork)
@@ -343,7 +388,11 @@ final class PoolJobWatcher {
                 // Busy on the CPU for most of the interval, or away too long with nothing
                 // concluded: worth a signal to see which job.
                 if !busy { thread.inconclusiveSignalAt = now }
-                let stack = try? sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(20))
+                let stack: CapturedStack?
+                do { stack = try sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(20)) } catch {
+                    stack = nil
+                    if thread.job == nil { thread.unwatched.failed(now: now, why: "its stack could not be captured (\(error))") }
+                }
                 if let stack { confirmWorker(thread, by: stack) }
                 job = stack.flatMap { identify($0, frames, thread: thread, running: true) }
             } else {
@@ -375,6 +424,7 @@ final class PoolJobWatcher {
             thread.awaySeenAt = now
         }
         guard var job else { return false }
+        thread.unwatched = PoolUnwatched()
         thread.last = sched ? (now, run &+ wait, call.nr == -2) : nil
         thread.jobShare = job == nil ? nil : share
         let briefRunAt = thread.briefRunAt, briefRunInJobAt = thread.briefRunInJobAt
@@ -478,24 +528,60 @@ final class PoolJobWatcher {
     private(set) var lastScan: MonotonicInstant?
 
     /// What the last scan saw of the pool whose workers are named `workerName`: whether it can
-    /// start a job now (a worker of it waits for work, or it has no worker, so nothing of it runs),
+    /// start a job now (a worker of it waits for work and fewer than ``poolWidth`` are away from
+    /// their wait, or it has no worker, so nothing of it runs),
     /// and otherwise one of its workers away from its wait, longest in a job first (the thread a
     /// starved pool's report samples).
-    func look(atPoolNamed workerName: String) -> (free: Bool, busyWorker: ThreadID?) {
+    ///
+    /// `pinger`: the thread that ran the pool's last ping, a worker of that very pool. Once a scan
+    /// saw it waiting for work, the word it waits on names the pool, and a worker named alike that
+    /// waits on another word serves another root queue: it does not make this pool free. With every
+    /// worker of a pool blocked, libdispatch starts threads for other root queues from them, which
+    /// inherit their name; one of those waiting for work hid the starved pool (no ping, no report).
+    func look(atPoolNamed workerName: String, pingedOn pinger: ThreadID? = nil) -> (free: Bool, busyWorker: ThreadID?) {
+        // Learnt once: a root queue's semaphore stays where it is.
+        if poolWords[workerName] == nil, let pinger, let word = threads[pinger]?.workWord,
+           threads[pinger]?.name == workerName {
+            poolWords[workerName] = word
+        }
+        let poolWord = poolWords[workerName]
         var any = false
+        var waiting = false
+        var away = 0
         var busy: ThreadID?
         var busySince: MonotonicInstant?
         for (tid, thread) in threads where thread.name == workerName {
+            if let poolWord, let word = thread.workWord, word != poolWord { continue }  // another root queue's worker
             any = true
-            if thread.idleForWork { return (true, nil) }
+            if thread.idleForWork {
+                waiting = true
+                continue
+            }
+            away += 1
             if let since = thread.probe.busySince {
                 if busySince.map({ since < $0 }) ?? true { (busy, busySince) = (tid, since) }
             } else if busy == nil {
                 busy = tid
             }
         }
+        // A worker waiting for work starts a job only while the pool has a free slot: libdispatch
+        // runs at most as many of a pool's workers as there are CPUs, and a worker blocked in a job
+        // keeps its slot. With that many away, a job given to the pool waits however many workers
+        // wait for work (seen: two jobs blocked, a third queued, a third worker idle for seconds).
+        if waiting && away < Self.poolWidth { return (true, nil) }
         return (!any, busy)
     }
+
+    /// How many of a pool's workers libdispatch runs at once: the CPU count (`_SC_NPROCESSORS_CONF`).
+    static let poolWidth = max(Int(sysconf(Int32(_SC_NPROCESSORS_CONF))), 1)
+
+    /// The workers in a job now, each with its name and its pool-job loop's probe.
+    var workersInJobs: [(thread: ThreadID, name: String, probe: HeartbeatProbe)] {
+        threads.compactMap { tid, thread in thread.job == nil ? nil : (tid, thread.name, thread.probe) }
+    }
+
+    /// Per worker name, the word the workers of the pinged pool wait for work on (see ``look(atPoolNamed:pingedOn:)``).
+    private var poolWords: [String: UInt64] = [:]
 }
 
 /// What the pool-job scans cost, process-wide (for `bench probe`: counts, robust to a noisy machine).

@@ -252,7 +252,7 @@ extension WatchdogEngine {
         }
         let lock = lockFinding.flatMap { lockWaitFacts($0, cause: &cause) }
         let facts = roundFacts(now: now)
-        let report = builder.stallReport(
+        var report = builder.stallReport(
             id: nextReportID(),
             ReportBuilder.StallFacts(
                 loopName: m.source.name, thread: thread, start: start, elapsed: elapsed, cause: cause,
@@ -266,6 +266,7 @@ extension WatchdogEngine {
                 }, lockWait: lock),
             samples: m.samples)
         if let lock, let finding = lockFinding { noteDeadlock(finding, lock, reportID: report.id, now: now) }
+        if case .ping(let probe) = m.source { report.poolJobs = poolJobStacks(for: probe) }
         m.detector.record(report: report)
         m.reportedSignature = signature
         deliver(report)

@@ -104,7 +104,8 @@ final class WatchdogEngine {
         self.schedule = DetectionSchedule(configuration: configuration)
         if configuration.watchPoolJobs, SamplingSupport.isAvailable {
             let watcher = PoolJobWatcher(sampler: sampler, symbolizer: .shared,
-                                         inconclusiveSignalAfter: configuration.threshold / 5)
+                                         inconclusiveSignalAfter: configuration.threshold / 5,
+                                         unwatchedAfter: configuration.threshold)
             if watcher.isAvailable {
                 poolWatcher = watcher
                 let hook = sw_pool_wake_install()
@@ -228,6 +229,10 @@ final class WatchdogEngine {
                 poolRest.prepareScan(now: now, wake: !pingsEveryRound,
                                      timerDelay: loopRest.hasSet ? schedule.poolScanPeriod : nil)
                 if poolWatcher.scan(now: now, maySignal: maySignal) { syncMonitors() }
+                for note in poolWatcher.takeUnwatchedNotes() {
+                    logger.warning("pool worker not watched", metadata: ["why": "\(note)"])
+                    emit(.error(note))
+                }
                 poolRest.scanned(quiet: poolWatcher.lastScanFoundQuiet, now: now)
                 poolIsFree = poolRest.isResting
                 // At rest, the late scan catches work that reached a worker without the enqueue.
@@ -247,8 +252,11 @@ final class WatchdogEngine {
         // one-off capture of a thread that may not get a CPU for a while. With many loops stalled
         // at once, the round's evidence and samples of the others (tens of ms on saturated CPUs)
         // would otherwise come before their detection.
-        for pass in 0..<3 {
-        for m in monitors.values where m.steppedInRound != now && isInPass(pass, m, now: now) {
+        // Within each pass, the pool's job loops before the others: a starved pool's report lists
+        // its blocked jobs as their own reports of the same round tell them.
+        for pass in 0..<6 {
+        for m in monitors.values where m.steppedInRound != now
+            && (pass % 2 == 0) != m.ownsBusyRecord && isInPass(pass / 2, m, now: now) {
             m.steppedInRound = now
             // Before the next ping is posted: the answered one's latency is read exactly once.
             let lag = m.source.takeLag()

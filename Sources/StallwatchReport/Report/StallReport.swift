@@ -159,6 +159,10 @@ public struct StallReport: Sendable, Equatable, Codable {
     /// For a thread blocked on a lock: the lock, its holder and the holder's stack, or why there is
     /// no holder to name; absent for other stalls and in reports written before it was recorded.
     public var lockWait: LockWaitFacts?
+    /// For a `cooperative-pool` report (the pool's ping stalled): the jobs holding the pool's
+    /// workers at the stall, longest first, each with its stack and cause. Absent for other loops,
+    /// and when no job was seen on the pool's workers.
+    public var poolJobs: [PoolJobStack]?
 
     /// Creates a report; `schemaVersion` is always ``currentSchemaVersion``.
     public init(
@@ -254,5 +258,6 @@ extension StallReport {
         sampling = try c.decodeIfPresent(SamplingFacts.self, forKey: .sampling)
         request = try c.decodeIfPresent(ReportRequest.self, forKey: .request)
         lockWait = try c.decodeIfPresent(LockWaitFacts.self, forKey: .lockWait)
+        poolJobs = try c.decodeIfPresent([PoolJobStack].self, forKey: .poolJobs)
     }
 }

@@ -1,0 +1,30 @@
+import StallwatchPolicy
+import StallwatchReport
+
+extension WatchdogEngine {
+    /// The jobs holding the cooperative pool's workers now, for the report of the pool's stalled
+    /// ping (`probe`): each from its own pool-job loop — its report's blamed stack, id and cause
+    /// when it was reported, else its newest sample and the cause read so far. Longest first.
+    /// Read from the watchdog's own state: nothing here waits for the pool it describes.
+    func poolJobStacks(for probe: PingProbe) -> [PoolJobStack]? {
+        guard probe.watchesCooperativePool, let poolWatcher else { return nil }
+        let workerName = probe.knownPoolWorkerName
+        var jobs: [(since: MonotonicInstant, job: PoolJobStack)] = []
+        for worker in poolWatcher.workersInJobs where workerName.map({ $0 == worker.name }) ?? true {
+            guard let m = monitors[ObjectIdentifier(worker.probe)], let since = m.source.busySince else { continue }
+            let identity = ThreadIdentity(id: worker.thread.rawValue, name: worker.name)
+            var entry = PoolJobStack(thread: identity, startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: since),
+                                     frames: [])
+            if let report = m.detector.episode?.report {
+                entry.reportID = report.id
+                entry.cause = report.cause
+                entry.frames = report.blamedStack
+            } else {
+                entry.cause = m.evidence.map { CauseClassifier(configuration: configuration).classify($0.evidence, observed: m.observedStates) }
+                entry.frames = m.samples.last.map { builder.reportFrames($0) } ?? []
+            }
+            jobs.append((since, entry))
+        }
+        return jobs.isEmpty ? nil : jobs.sorted { $0.since < $1.since }.map(\.job)
+    }
+}
