@@ -53,6 +53,37 @@ func asyncFixtureLevel(_ depth: Int, _ f: AsyncChainFixture) async -> UInt64 {
     return await asyncFixtureLevel(depth - 1, f) &+ 1
 }
 
+/// Two phases on one task: the service awaits the repository (which computes until `stop`), then
+/// the archive (which computes until `second`): the same parent, a new callee in the same place.
+final class TwoPhaseFixture: Sendable {
+    let first = AsyncChainFixture(blocking: false)
+    let second = Atomic<Bool>(false)
+    let inSecond = Atomic<Bool>(false)
+}
+
+@inline(never)
+func asyncFixtureArchiveCompute(_ f: TwoPhaseFixture) -> UInt64 {
+    f.inSecond.store(true, ordering: .releasing)
+    var x: UInt64 = 1
+    while !f.second.load(ordering: .acquiring) {
+        for _ in 0..<1000 { x = x &* 6364136223846793005 &+ 1442695040888963407 }
+    }
+    return x
+}
+
+@inline(never)
+func asyncFixtureArchive(_ f: TwoPhaseFixture) async -> UInt64 {
+    // No suspension: it runs on the thread the repository returned on, where the ring samples.
+    asyncFixtureArchiveCompute(f) &+ 1
+}
+
+@inline(never)
+func asyncFixtureTwoPhaseService(_ f: TwoPhaseFixture) async -> UInt64 {
+    try? await Task.sleep(for: .milliseconds(2))
+    let a = await asyncFixtureRepository(f.first)
+    return await asyncFixtureArchive(f) &+ a
+}
+
 @Suite("Async call chains", .serialized)
 struct AsyncChainTests {
     /// Runs `body` in a detached task until its thread is in `asyncFixtureCompute`, then hands the
@@ -200,6 +231,42 @@ struct AsyncChainTests {
         words[1] = 0x10
         let bad = completed(from: UInt64(UInt(bitPattern: words)))
         #expect(bad.frames == [0x1000, 0x2000, 0x3001, 0x4000, 0x5000] && bad.end == SW_ASYNC_BAD_RESUME)
+    }
+
+    @Test("the timer ring's samples of one job keep its chain, and a new callee in its place is seen at once")
+    func ringKeepsUpWithTheChain() async throws {
+        #expect(await AsyncChainLayout.learn() == .learnt)
+        let f = TwoPhaseFixture()
+        let task = Task.detached { await asyncFixtureTwoPhaseService(f) }
+        defer { f.first.stop.store(true, ordering: .releasing); f.second.store(true, ordering: .releasing) }
+        while f.first.thread.load(ordering: .acquiring) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let tid = ThreadID(rawValue: f.first.thread.load(ordering: .acquiring))
+        let ring = try SamplingRing(sampler: try StackSampler(), thread: tid, interval: .milliseconds(5), capacity: 256)
+        defer { ring.stop() }
+        try await Task.sleep(for: .milliseconds(150))
+        let firstPhase = ring.drain()
+        f.first.stop.store(true, ordering: .releasing)
+        while !f.inSecond.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(2)) }
+        try await Task.sleep(for: .milliseconds(150))
+        let both = ring.drain()
+        f.second.store(true, ordering: .releasing)
+        _ = await task.value
+        let secondPhase = both.filter { s in named(s).contains { $0.0.contains("asyncFixtureArchiveCompute") } }
+        #expect(firstPhase.count >= 5, "\(firstPhase.count) samples")
+        #expect(secondPhase.count >= 5, "\(secondPhase.count) samples in the archive")
+        for s in firstPhase {
+            let names = named(s).map(\.0)
+            let repo = names.firstIndex { $0.contains("asyncFixtureRepository") }
+            let service = names.firstIndex { $0.contains("asyncFixtureTwoPhaseService") }
+            #expect(repo != nil && service != nil && repo! < service!, "\(names)")
+        }
+        for s in secondPhase {
+            let names = named(s).map(\.0)
+            #expect(!names.contains { $0.contains("asyncFixtureRepository") }, "a stale chain: \(names)")
+            let archive = names.firstIndex { $0.contains("asyncFixtureArchive(") || $0.contains("asyncFixtureArchive ") }
+            let service = names.firstIndex { $0.contains("asyncFixtureTwoPhaseService") }
+            #expect(archive != nil && service != nil && archive! < service!, "\(names)")
+        }
     }
 
     @Test("a partial function's demangled name becomes the async function's own")

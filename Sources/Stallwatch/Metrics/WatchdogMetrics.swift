@@ -47,8 +47,8 @@ public final class WatchdogMetrics: Sendable {
         var watchdogCPU: FloatingPointCounter?
         var signalOwned: Gauge?
         var gauges: [String: Gauge] = [:]
-        var captureTimeoutsSeen: UInt64?
-        var signalsSeen: UInt64?
+        /// Process-wide monotonic totals last seen, by counter name (capture timeouts, signals sent).
+        var totalsSeen: [String: UInt64] = [:]
         var wakeups: Counter?
         var signals: Counter?
         var lagTimers: [String: CoreMetrics.Timer] = [:]
@@ -223,10 +223,8 @@ public final class WatchdogMetrics: Sendable {
     /// the last call is added to `watchdog_signals_total`.
     func recordSignalsSent(total: UInt64) {
         state.withLock { s in
-            let seen = s.signalsSeen ?? total
-            s.signalsSeen = total
             if s.signals == nil { s.signals = counter("watchdog_signals_total", [], in: &s) }
-            if total > seen { s.signals?.increment(by: Int64(clamping: total - seen)) }
+            s.signals?.increment(by: Self.growth(of: total, named: "signals", in: &s))
         }
     }
 
@@ -234,11 +232,17 @@ public final class WatchdogMetrics: Sendable {
     /// it grew by since the last call is added to `capture_timeouts_total`.
     func recordCaptureTimeouts(total: UInt64) {
         state.withLock { s in
-            let seen = s.captureTimeoutsSeen ?? total
-            s.captureTimeoutsSeen = total
             if s.captureTimeouts == nil { s.captureTimeouts = counter("capture_timeouts_total", [], in: &s) }
-            if total > seen { s.captureTimeouts?.increment(by: Int64(clamping: total - seen)) }
+            s.captureTimeouts?.increment(by: Self.growth(of: total, named: "timeouts", in: &s))
         }
+    }
+
+    /// What a process-wide monotonic `total` grew by since the last call for `name`; 0 the first
+    /// time (what came before this watchdog is not its own).
+    private static func growth(of total: UInt64, named name: String, in s: inout State) -> Int64 {
+        let seen = s.totalsSeen[name] ?? total
+        s.totalsSeen[name] = total
+        return total > seen ? Int64(clamping: total - seen) : 0
     }
 
     /// Refreshes the process figures when they are due (``ProcessMetrics/interval``).

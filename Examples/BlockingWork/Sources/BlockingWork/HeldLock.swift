@@ -22,12 +22,7 @@ private func nameThisThread(_ name: String) {
 /// the holder's.
 @inline(never)
 public func computeWhileHoldingLock(milliseconds: Int) {
-    let end = ContinuousClock.now + .milliseconds(milliseconds)
-    var x: UInt64 = 1
-    while ContinuousClock.now < end {
-        for _ in 0..<10_000 { x = x &* 6364136223846793005 &+ 1442695040888963407 }
-    }
-    if x == 42 { print("") }
+    blockOnCPU(milliseconds: milliseconds)
 }
 
 /// Waits on an `NSLock` that another thread, named `sw-lock-holder`, holds while it computes in
