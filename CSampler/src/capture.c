@@ -19,7 +19,6 @@ void sw_capture_collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live
     out->async_count = st->async_count;
     out->async_end = st->async_end;
     out->async_ctx = st->async_ctx;
-    if (out->async_end == SW_ASYNC_UNREADABLE && out->async_ctx != 0) sw_async_chain_complete(out, max_frames);
     out->stack_known = st->stack_known;
     out->tid = tid;
     out->sp = st->sp;
@@ -27,6 +26,8 @@ void sw_capture_collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live
     out->taken_at_ns = st->taken_at_ns;
     out->request_tag = st->request_tag;
     memcpy(out->frames, st->frames, sizeof(uint64_t) * st->count);
+    // A chain the handler could not read in place: read on now, through the kernel.
+    sw_async_chain_complete(out, max_frames);
     memcpy(out->leaf_words, st->leaf_words, sizeof st->leaf_words);
     out->leaf_word_count = st->leaf_word_count;
     out->leaf_caller_recovered = 0;

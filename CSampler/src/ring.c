@@ -2,6 +2,7 @@
 #include "sw_platform.h"
 #if SW_PLATFORM_SAMPLES
 #include "sw_ring.h"
+#include "sw_async.h"
 #include "sw_cpuclock.h"
 #include "sw_internal.h"
 #include "sw_threads.h"
@@ -224,6 +225,9 @@ int64_t sw_ring_read(int ring, uint64_t *next_seq, sw_stack_t *out, uint32_t max
             lost++;
             continue;
         }
+        // A chain the handler could not read in place (its context in memory the map table did
+        // not know yet): read on now, through the kernel. A stalled job is where it was sampled.
+        sw_async_chain_complete(&out[*count], r->max_frames);
         out[*count].leaf_caller_recovered = 0;
         sw_recover_leaf_caller(&out[*count]);
         (*count)++;
