@@ -29,9 +29,6 @@ int sw_async_learn(uint32_t depth, const char **why);
 /// 1 when async chains are walked, 0 while not learnt, -1 when learning failed (`*why` as above).
 int sw_async_state(const char **why);
 
-/// The job runner's code range learnt, [*lo, *hi); both 0 while not learnt (tests, diagnostics).
-void sw_async_runner(uint64_t *lo, uint64_t *hi);
-
 /// Reads on, off the sampled thread and at once, the async chain a handler's walk could not read
 /// (async_end SW_ASYNC_UNREADABLE: a context whose mapping the map table did not know yet), through
 /// the kernel, and inserts the frames it finds at async_at + async_count, after those the handler

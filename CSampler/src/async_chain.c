@@ -15,7 +15,6 @@ _Atomic int g_sw_async_maps_stale;
 static _Atomic int64_t g_last_refresh_ns;
 static _Atomic int g_state;                  // 1 learnt, 0 not yet, -1 failed
 static _Atomic(const char *) g_why;
-static _Atomic uint64_t g_runner_lo, g_runner_hi;
 static _Atomic uint64_t g_learnt_ra; // kept while walks are switched off (sw_async_walks_enable)
 
 static int fail(const char *why, const char **out) {
@@ -51,7 +50,9 @@ SW_RAW_STACK_READER __attribute__((noinline)) int sw_async_learn(uint32_t depth,
     uint64_t lo = 0, hi = 0;
     if (!sw_maps_find((uint64_t)(uintptr_t)own, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
         sw_maps_rebuild();
-        if (!sw_maps_find((uint64_t)(uintptr_t)own, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) return 0;
+        if (!sw_maps_find((uint64_t)(uintptr_t)own, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
+            return fail("the probe's own stack is in no mapping of /proc/self/maps", why);
+        }
     }
     if (record < (uint64_t)(uintptr_t)own || record + 16 > hi || (record & 7) != 0) return 0;
     // The caller's record: its return address is the runner's, when the runtime resumed it.
@@ -60,10 +61,6 @@ SW_RAW_STACK_READER __attribute__((noinline)) int sw_async_learn(uint32_t depth,
     const char *runner_path = NULL;
     if (object_of(runner_ra, &runner_path) == 0 || !is_concurrency_runtime(runner_path)) {
         return 0; // called before a suspension, or from a synchronous caller: not this time
-    }
-    uint64_t runner_lo = 0, runner_hi = 0;
-    if (!sw_function_range(runner_ra - 1, &runner_lo, &runner_hi)) {
-        return fail("the concurrency runtime's job runner has no unwind-table entry", why);
     }
     // The chain: the caller's context below its record, then [parent, resume] pairs. The first
     // resume function belongs to the caller's own code (its async caller, same object), and after
@@ -96,8 +93,6 @@ SW_RAW_STACK_READER __attribute__((noinline)) int sw_async_learn(uint32_t depth,
         !is_concurrency_runtime(last_path)) {
         return fail("the async context chain does not end in the concurrency runtime", why);
     }
-    atomic_store_explicit(&g_runner_lo, runner_lo, memory_order_relaxed);
-    atomic_store_explicit(&g_runner_hi, runner_hi, memory_order_relaxed);
     atomic_store_explicit(&g_learnt_ra, runner_ra, memory_order_relaxed);
     atomic_store_explicit(&g_sw_async_resume_ra, runner_ra, memory_order_release);
     atomic_store_explicit(&g_state, 1, memory_order_release);
@@ -165,11 +160,6 @@ int sw_async_state(const char **why) {
     int state = atomic_load_explicit(&g_state, memory_order_acquire);
     if (state < 0 && why != NULL) *why = atomic_load_explicit(&g_why, memory_order_relaxed);
     return state;
-}
-
-void sw_async_runner(uint64_t *lo, uint64_t *hi) {
-    *lo = atomic_load_explicit(&g_runner_lo, memory_order_relaxed);
-    *hi = atomic_load_explicit(&g_runner_hi, memory_order_relaxed);
 }
 
 void sw_async_walks_enable(int on) {

@@ -367,10 +367,6 @@ int sw_async_state(const char **why) {
     if (why != NULL) *why = no_async;
     return -1;
 }
-void sw_async_runner(uint64_t *lo, uint64_t *hi) {
-    *lo = 0;
-    *hi = 0;
-}
 void sw_async_walks_enable(int on) { (void)on; }
 // sw_lock_word.h: no thread is read here, so no lock either.
 uint32_t sw_lock_words_read(uint64_t addr, sw_lock_words_t *out) {

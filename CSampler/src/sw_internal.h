@@ -77,10 +77,6 @@ extern _Atomic int g_sw_async_maps_stale;
 /// the readers of handlers' results call it (the ring's drain, a request's requester).
 void sw_async_refresh_maps_if_stale(void);
 
-/// [*start, *end): the function holding `pc`, from its object's unwind table (sw_function_start's
-/// lookup). Not for handlers.
-int sw_function_range(uint64_t pc, uint64_t *start, uint64_t *end);
-
 // Cookies in si_value tell our signals apart: capture requests ("SW") and ring ticks ("SR").
 #define SW_RING_COOKIE_MAGIC 0x5352ULL
 /// On functions that read another frame's raw stack memory (frame walks, the handler's stack

@@ -426,11 +426,6 @@ __attribute__((noinline)) static int rules_guarded(uint64_t fde_addr, uint64_t p
 
 // Outside handlers (the watchdog thread, for addresses of another thread's stack: fault-safe reads).
 int sw_function_start(uint64_t pc, uint64_t *start) {
-    uint64_t end;
-    return sw_function_range(pc, start, &end);
-}
-
-int sw_function_range(uint64_t pc, uint64_t *start, uint64_t *end) {
     struct dl_find_object fo;
     if (_dl_find_object((void *)(uintptr_t)pc, &fo) != 0 || fo.dlfo_eh_frame == NULL) return 0;
     uint64_t fde_addr = find_fde_guarded((uint64_t)(uintptr_t)fo.dlfo_eh_frame, pc);
@@ -452,7 +447,6 @@ int sw_function_range(uint64_t pc, uint64_t *start, uint64_t *end) {
     // with no unwind information) is in no FDE's range.
     if (c.bad || pc < begin || pc - begin >= range) return 0;
     *start = begin;
-    *end = begin + range;
     return 1;
 }
 

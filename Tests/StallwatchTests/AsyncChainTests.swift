@@ -243,12 +243,23 @@ struct AsyncChainTests {
         let tid = ThreadID(rawValue: f.first.thread.load(ordering: .acquiring))
         let ring = try SamplingRing(sampler: try StackSampler(), thread: tid, interval: .milliseconds(5), capacity: 256)
         defer { ring.stop() }
-        try await Task.sleep(for: .milliseconds(150))
-        let firstPhase = ring.drain()
+        // Samples come with the thread's CPU time: wait for them rather than for a time a loaded
+        // machine may not give it.
+        func drain(until enough: ([CapturedStack]) -> Bool) async throws -> [CapturedStack] {
+            var got: [CapturedStack] = []
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !enough(got) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                got += ring.drain()
+            }
+            return got
+        }
+        let firstPhase = try await drain { $0.count >= 5 }
         f.first.stop.store(true, ordering: .releasing)
         while !f.inSecond.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(2)) }
-        try await Task.sleep(for: .milliseconds(150))
-        let both = ring.drain()
+        let both = try await drain { got in
+            got.count { s in named(s).contains { $0.0.contains("asyncFixtureArchiveCompute") } } >= 5
+        }
         f.second.store(true, ordering: .releasing)
         _ = await task.value
         let secondPhase = both.filter { s in named(s).contains { $0.0.contains("asyncFixtureArchiveCompute") } }
