@@ -105,7 +105,8 @@ void sw_async_refresh_maps_if_stale(void) {
     if (last != 0 && now - last < 1000000000) return;
     if (!atomic_compare_exchange_strong(&g_last_refresh_ns, &last, now)) return; // another thread does it
     atomic_store_explicit(&g_sw_async_maps_stale, 0, memory_order_relaxed);
-    sw_maps_rebuild();
+    // A rebuild that failed (no file descriptor free) leaves the table stale: asked again a second on.
+    if (sw_maps_rebuild() != 0) atomic_store_explicit(&g_sw_async_maps_stale, 1, memory_order_relaxed);
 }
 
 void sw_async_chain_complete(sw_stack_t *st, uint32_t max_frames) {
