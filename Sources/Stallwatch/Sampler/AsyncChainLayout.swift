@@ -3,7 +3,7 @@ import Synchronization
 
 /// Learns, once per process, how to read a Swift task's async call chain (`sw_async.h`): where
 /// the concurrency runtime resumes a task, and that the contexts read as the walk expects. The
-/// probe is a two-deep async chain of this module's own, run as one short pool job; until it has
+/// probe is a two-deep async chain of this module's own, run on a thread of its own; until it has
 /// run, stacks end at the first `await` that suspended, as they did before.
 package enum AsyncChainLayout {
     /// What learning came to.
@@ -32,7 +32,9 @@ package enum AsyncChainLayout {
     /// why it failed, once.
     package static func learnInBackground(onFailure: @escaping @Sendable (String) -> Void) {
         guard !started.exchange(true, ordering: .relaxed) else { return }
-        Task.detached(priority: .utility) {
+        let executor = ProbeThreadExecutor(name: "sw-async-probe")
+        Task(executorPreference: executor) {
+            defer { executor.close() }
             if case .failed(let why) = await learn() { onFailure(why) }
         }
     }

@@ -176,10 +176,7 @@ public final class Watchdog: Sendable {
         // stacks are sampled at all (elsewhere the start message says what is missing).
         if SamplingSupport.isAvailable { learnAsyncChains() }
         if !Self.symbolsPreloaded.exchange(true, ordering: .relaxed) {
-            DispatchQueue.global(qos: .utility).async {
-                Symbolizer.shared.preloadMainExecutable()
-                Symbolizer.shared.preloadRuntimeLibraries()
-            }
+            Symbolizer.shared.preloadInBackground()
         }
     }
 
