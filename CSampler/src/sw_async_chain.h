@@ -46,6 +46,18 @@ static inline int sw_async_is_code(uint64_t pc, uint64_t lo, uint64_t hi, uint64
     return sw_maps_find(pc, SW_MAP_EXEC, olo, ohi);
 }
 
+// A task's contexts come from its own stack-like allocator, so a caller's context lies below its
+// callee's, most often in the same slab: the lines below the first context are asked for at once,
+// and the chain's dependent loads then mostly find them in cache instead of missing one by one.
+// A prefetch never faults, mapped or not. No-op off the sampled thread (its reads are copies).
+#define SW_ASYNC_PREFETCH_LINES 8
+static inline void sw_async_prefetch_live(uint64_t ctx) {
+    for (uint64_t i = 0; i < SW_ASYNC_PREFETCH_LINES && ctx >= i * 64; i++) {
+        __builtin_prefetch((const void *)(uintptr_t)(ctx - i * 64), 0, 3);
+    }
+}
+static inline void sw_async_prefetch_guarded(uint64_t ctx) { (void)ctx; }
+
 #endif
 
 // Appends the chain that starts at `ctx` (the context of the function whose frame the runner
@@ -68,6 +80,7 @@ SW_RAW_STACK_READER static inline void SW_ASYNC_CHAIN_NAME(uint64_t ctx, const s
         olo = hint->code_lo;
         ohi = hint->code_hi;
     }
+    SW_ASYNC_PREFETCH(ctx);
     uint8_t end = SW_ASYNC_WHOLE;
     for (uint32_t k = 0; ctx != 0; k++) {
         if (k >= SW_ASYNC_MAX_FRAMES || n + 1 >= cap) {

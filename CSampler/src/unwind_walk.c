@@ -95,14 +95,18 @@ SW_RAW_STACK_READER static inline int root_memo_replay(const sw_walk_mem_t *mem,
 
 #define SW_ASYNC_CHAIN_NAME sw_async_chain_live
 #define SW_ASYNC_PAIR sw_async_pair_live
+#define SW_ASYNC_PREFETCH sw_async_prefetch_live
 #include "sw_async_chain.h"
 #undef SW_ASYNC_CHAIN_NAME
 #undef SW_ASYNC_PAIR
+#undef SW_ASYNC_PREFETCH
 #define SW_ASYNC_CHAIN_NAME sw_async_chain_guarded
 #define SW_ASYNC_PAIR sw_async_pair_guarded
+#define SW_ASYNC_PREFETCH sw_async_prefetch_guarded
 #include "sw_async_chain.h"
 #undef SW_ASYNC_CHAIN_NAME
 #undef SW_ASYNC_PAIR
+#undef SW_ASYNC_PREFETCH
 
 // async-signal-safe, no system call: static tables, the object's unwind tables read in place, and
 // [mem->lo, mem->hi) only. For handlers on the sampled thread itself.

@@ -10,7 +10,9 @@ import Synchronization
 /// (the same ring taking the PC only: its clock reads, the stack's bounds, the ring's slot), the
 /// floor this measure has on the machine — and, for the walk, its own floor: the same frame
 /// records read bare by the bench's timer/empty handler (no unwind table, no module check, no
-/// bound from a table), cold in the same way. Runs alternate path by path.
+/// bound from a table), cold in the same way. Runs alternate path by path; the two async paths are
+/// one run of one thread whose chain following is switched on and off every 10 ms, each sample
+/// counted by what its walk did: A and B under the same CPU, caches and neighbours.
 struct UnwindPathFigures: Codable {
     var path: String
     var samples: Int
@@ -54,6 +56,8 @@ private struct PathSample {
     var isWhole: Bool
     /// Whether the caller above the frameless frames was reached (never, for the bare walk: it keeps no names).
     var callerReached: Bool
+    /// Whether the walk followed an async chain (the async paths' samples are sorted by it).
+    var followedChain: Bool
 }
 
 func measureUnwindPaths(depth: Int, rounds: Int, seconds: Double) throws -> [UnwindPathFigures] {
@@ -71,10 +75,11 @@ func measureUnwindPaths(depth: Int, rounds: Int, seconds: Double) throws -> [Unw
     let symbolizer = Symbolizer()
     for round in 0..<rounds {
         let order = round % 2 == 0 ? paths : paths.reversed()
-        for path in order {
+        for path in order where path != .asyncChainOff {
             let samples = try sampleSpinner(path: path, depth: depth, seconds: seconds, sampler: sampler, symbolizer: symbolizer)
             if round == 0 { continue } // the first round pays first touches: discarded
             for s in samples {
+                let path = path.isAsync ? (s.followedChain ? .asyncChain : .asyncChainOff) : path
                 handler[path, default: []].append(s.handlerMicroseconds)
                 frames[path, default: []].append(Double(s.frames))
                 tables[path, default: []].append(Double(s.tableFrames))
@@ -122,7 +127,6 @@ private func sampleSpinner(path: UnwindPath, depth: Int, seconds: Double, sample
     } else {
         Thread(block: spin).start()
     }
-    sw_async_walks_enable(path == .asyncChainOff ? 0 : 1)
     defer { sw_async_walks_enable(1) }
     while state.tid.load(ordering: .acquiring) == 0 { usleep(1000) }
     defer {
@@ -133,7 +137,14 @@ private func sampleSpinner(path: UnwindPath, depth: Int, seconds: Double, sample
     if path == .bareRecords { return try bareWalks(tid: tid, seconds: seconds) }
     let ring = try SamplingRing(sampler: sampler, thread: ThreadID(rawValue: tid),
                                 interval: .milliseconds(4), capacity: 1024, maxFrames: path.maxFrames)
-    usleep(UInt32(seconds * 1_000_000))
+    if path.isAsync {
+        for period in 0..<max(2, Int(seconds * 100)) {
+            sw_async_walks_enable(Int32(period % 2))
+            usleep(10_000)
+        }
+    } else {
+        usleep(UInt32(seconds * 1_000_000))
+    }
     let stacks = ring.drain()
     ring.stop()
     return stacks.map { s in
@@ -149,7 +160,8 @@ private func sampleSpinner(path: UnwindPath, depth: Int, seconds: Double, sample
             reached = names.contains { $0.contains("descend") }
         }
         return PathSample(handlerMicroseconds: Double(s.handlerTime.clampedNanosecondsForBench) / 1000,
-                          frames: s.frames.count, tableFrames: s.tableFrames, isWhole: s.isWhole, callerReached: reached)
+                          frames: s.frames.count, tableFrames: s.tableFrames, isWhole: s.isWhole, callerReached: reached,
+                          followedChain: s.asyncFrames != nil)
     }
 }
 
@@ -173,7 +185,7 @@ private func bareWalks(tid: Int32, seconds: Double) throws -> [PathSample] {
     _ = bench_timer_floor_read_walks(cursor, &tids, &walkNs, &frames, UInt64(capacity), &count)
     return (0..<Int(count)).filter { tids[$0] == tid }.map {
         PathSample(handlerMicroseconds: Double(walkNs[$0]) / 1000, frames: Int(frames[$0]), tableFrames: 0,
-                   isWhole: false, callerReached: false)
+                   isWhole: false, callerReached: false, followedChain: false)
     }
 }
 

@@ -1,6 +1,7 @@
 import CSampler
 import Glibc
 import Synchronization
+import StallwatchReport
 import Testing
 @testable import Stallwatch
 
@@ -287,5 +288,17 @@ struct AsyncChainTests {
         #expect(AsyncFunctionName.clean("App.route() async -> Swift.Int") == ("App.route() async -> Swift.Int", false))
         #expect(AsyncFunctionName.clean("(x) await resume partial function for f") == ("(x) await resume partial function for f", false))
         #expect(AsyncFunctionName.clean("(") == ("(", false))
+    }
+
+    @Test("a stack through a resumed async function says why its callers are missing, while chains are not walked")
+    func missingCallersSaid() {
+        var partial = ReportFrame(address: 0x1000, sampleCount: 3)
+        partial.isAsync = true
+        let plain = ReportFrame(address: 0x2000, sampleCount: 3)
+        let why = AsyncChainLayout.missingCallers(in: [partial, plain], state: .failed("an async context is not readable"))
+        #expect(why?.hasSuffix("could not be learnt: an async context is not readable") == true, "\(why ?? "nil")")
+        #expect(AsyncChainLayout.missingCallers(in: [partial, plain], state: .unknown)?.contains("not learnt yet") == true)
+        #expect(AsyncChainLayout.missingCallers(in: [partial, plain], state: .learnt) == nil)
+        #expect(AsyncChainLayout.missingCallers(in: [plain], state: .failed("x")) == nil, "no async function: nothing is missing")
     }
 }

@@ -1,4 +1,5 @@
 import CSampler
+import StallwatchReport
 import Synchronization
 
 /// Learns, once per process, how to read a Swift task's async call chain (`sw_async.h`): where
@@ -23,6 +24,17 @@ package enum AsyncChainLayout {
         case 1: return .learnt
         case 0: return .unknown
         default: return .failed(why.map { String(cString: $0) } ?? "unknown reason")
+        }
+    }
+
+    /// Why the async callers of `stack` (leaf first) are missing, when it ran a resumed async
+    /// function (a partial function's frame) while chains are not walked; `nil` otherwise.
+    package static func missingCallers(in stack: [ReportFrame], state: State = state) -> String? {
+        guard stack.contains(where: { $0.isAsync == true }) else { return nil }
+        switch state {
+        case .learnt: return nil
+        case .unknown: return "the concurrency runtime's layout was not learnt yet in this process"
+        case .failed(let why): return "the concurrency runtime's layout could not be learnt: \(why)"
         }
     }
 

@@ -129,6 +129,10 @@ public struct StallReport: Sendable, Equatable, Codable {
     /// (`frameLimit`, `badLink`, `noUnwindInfo`, `unreadable`, `stackUnknown`, `timedOut`,
     /// `budget`); absent when every walk reached the thread's first frame.
     public var stackEnds: [String: Int]?
+    /// Why the async callers of a resumed Swift async function are missing from the stacks: the
+    /// concurrency runtime's layout could not be learnt in this process (the reason), or not yet.
+    /// Absent when they are shown, and when no sampled stack ran an async function.
+    public var asyncCallersMissing: String?
     /// The sampled call tree, flat: depth-first, each node after its parent (see
     /// ``ReportCallTreeNode``).
     public var callTree: [ReportCallTreeNode]
@@ -243,6 +247,7 @@ extension StallReport {
         blamedStack = try c.decode([ReportFrame].self, forKey: .blamedStack)
         truncatedSampleCount = try c.decodeIfPresent(Int.self, forKey: .truncatedSampleCount) ?? 0
         stackEnds = try c.decodeIfPresent([String: Int].self, forKey: .stackEnds)
+        asyncCallersMissing = try c.decodeIfPresent(String.self, forKey: .asyncCallersMissing)
         callTree = version == 1
             ? NestedCallTreeNode.flatten(try c.decode([NestedCallTreeNode].self, forKey: .callTree))
             : try c.decode([ReportCallTreeNode].self, forKey: .callTree)
