@@ -50,6 +50,11 @@ RING_EXTERNAL = {
     # task's task-local list after a static-TLS read of the current task; no allocation, no lock,
     # no system call (disassembled on Swift 6.3).
     "swift_task_localValueGet",
+    # The running task's id and priority (task_identity.c), only for a stack that runs a task job:
+    # the same thread-local read, then loads of the task's fields (the priority through a 16-byte
+    # atomic compare-exchange that writes back what it read); no allocation, no lock, no system
+    # call (disassembled on Swift 6.3).
+    "swift_task_getCurrent", "swift_task_getJobTaskId", "swift_task_currentPriority",
 }
 # Our functions that make a system call on the request path, and why each is needed there.
 REQUEST_SYSCALLS = {

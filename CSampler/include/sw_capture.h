@@ -65,9 +65,16 @@ typedef struct sw_stack {
     uint16_t async_at;
     uint8_t async_count;
     uint8_t async_end;       ///< SW_ASYNC_*: how the chain ended (SW_ASYNC_NONE: no async frame met)
+    /// The Swift task's current priority (its raw value: 25 userInitiated, 21 default, 17 utility,
+    /// 9 background), with task_id; 0 when none was read.
+    uint8_t task_priority;
     /// The request the interrupted code served (the task-local set by sw_request_key_set's key), 0
     /// when none or not read (captures without a handler).
     uint64_t request_tag;
+    /// The Swift task the interrupted code ran (its id, as the runtime numbers tasks), read by the
+    /// signal handler for a stack that runs a task job; 0 when none, or not read (captures without
+    /// a handler on the thread: blocked threads, perf samples).
+    uint64_t task_id;
     /// With async_end SW_ASYNC_UNREADABLE: the context the handler could not read (its mapping not
     /// in the map table yet). A request's requester reads on from it at once (sw_capture does).
     uint64_t async_ctx;

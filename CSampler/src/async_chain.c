@@ -93,6 +93,7 @@ SW_RAW_STACK_READER __attribute__((noinline)) int sw_async_learn(uint32_t depth,
         !is_concurrency_runtime(last_path)) {
         return fail("the async context chain does not end in the concurrency runtime", why);
     }
+    sw_task_identity_prime(); // before any walk can meet the runner and name its task
     atomic_store_explicit(&g_learnt_ra, runner_ra, memory_order_relaxed);
     atomic_store_explicit(&g_sw_async_resume_ra, runner_ra, memory_order_release);
     atomic_store_explicit(&g_state, 1, memory_order_release);

@@ -157,6 +157,8 @@ int sw_capture_blocked_into(int32_t tid, const sw_thread_syscall_t *sc, uint32_t
     out->latency_ns = 0;
     // No handler runs on a blocked thread: its task's tag is read from outside.
     out->request_tag = sw_blocked_request_tag(tid, sc);
+    out->task_id = 0; // the handler reads it on the thread: a blocked one runs none
+    out->task_priority = 0;
     uint64_t lo, hi;
     if (!sw_maps_find(sc->sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
         sw_maps_rebuild();

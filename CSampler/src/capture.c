@@ -25,6 +25,8 @@ void sw_capture_collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live
     out->handler_ns = st->handler_ns;
     out->taken_at_ns = st->taken_at_ns;
     out->request_tag = st->request_tag;
+    out->task_id = st->task_id;
+    out->task_priority = st->task_priority;
     memcpy(out->frames, st->frames, sizeof(uint64_t) * st->count);
     // A chain the handler could not read in place: read on now, through the kernel.
     sw_async_chain_complete(out, max_frames);

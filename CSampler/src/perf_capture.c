@@ -96,6 +96,8 @@ int sw_capture_perf(int32_t tid, uint32_t max_frames, int64_t timeout_ns, sw_sta
     if (out == NULL || tid <= 0 || max_frames == 0 || timeout_ns <= 0) return SW_ERR_INVALID;
     if (max_frames > SW_MAX_FRAMES) max_frames = SW_MAX_FRAMES;
     memset(out, 0, offsetof(sw_stack_t, frames));
+    out->task_id = 0;
+    out->task_priority = 0;
     out->request_tag = 0; // the kernel's sample: the thread's task is not readable from here
     out->tid = tid;
     out->unwinder = SW_UNWIND_FRAME_POINTER;

@@ -176,6 +176,8 @@ static int decode_sample(sw_perf_ring_t *r, const uint8_t *data, uint64_t size, 
     out->leaf_caller_recovered = 0;
     out->table_frames = 0;
     sw_stack_clear_async(out);
+    out->task_id = 0;
+    out->task_priority = 0;
     out->request_tag = 0; // the interrupted task is not readable from here
     out->stack_known = 1;
     // The kernel's chain: context markers (PERF_CONTEXT_USER) are not frames.

@@ -16,16 +16,7 @@
 // No allocation, no lock, no system call. The list belongs to the interrupted task, which cannot
 // pop an entry while it is interrupted.
 // Weak: CSampler's C-only builds (scripts/cross-arch.sh) link no Swift runtime, and then no tag is
-// read. The convention is Swift's where the compiler knows it (clang); for one pointer argument and
-// a pointer result it passes and returns in the same registers as C on x86_64 and arm64.
-#if defined(__clang__) && defined(__has_attribute)
-#if __has_attribute(swiftcall)
-#define SW_SWIFTCALL __attribute__((swiftcall))
-#endif
-#endif
-#ifndef SW_SWIFTCALL
-#define SW_SWIFTCALL
-#endif
+// read (SW_SWIFTCALL: sw_internal.h).
 extern void *swift_task_localValueGet(const void *key) SW_SWIFTCALL __attribute__((weak));
 
 static _Atomic(const void *) g_request_key;

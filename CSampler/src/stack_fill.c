@@ -60,6 +60,8 @@ SW_RAW_STACK_READER static int fill_prologue(sw_stack_t *st, const ucontext_t *u
     st->stop_reason = SW_STOP_NOT_WALKED;
     st->driver = SW_DRIVER_SIGNAL;
     st->request_tag = sw_request_tag_read();
+    st->task_id = 0;
+    st->task_priority = 0;
     if (unwinder == SW_UNWIND_NONE) {
         st->stack_known = 1; // nothing to bound: the floor takes the PC only
         return FILL_DONE;
@@ -147,6 +149,8 @@ SW_RAW_STACK_READER static void fill_walk(sw_stack_t *st, const ucontext_t *uc, 
         st->stop_reason = res.stop == SW_STOP_NEED_FP ? SW_STOP_BAD_LINK : res.stop;
         st->truncated = st->stop_reason != SW_STOP_ROOT;
     }
+    // The walk met the job runner: the thread runs a task, named here where it is current.
+    if (st->async_end != SW_ASYNC_NONE) sw_task_identity_read(st);
 }
 
 // async-signal-safe: reads only the context and the stack above SP, inside the mapping that holds
@@ -220,6 +224,8 @@ int sw_capture_self(sw_stack_t *out, uint32_t max_frames) {
     out->latency_ns = 0;
     out->taken_at_ns = (uint64_t)sw_now_ns();
     out->request_tag = sw_request_tag_read();
+    out->task_id = 0;
+    out->task_priority = 0;
     uint64_t lo = 0, hi = 0;
     if (!sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
         sw_maps_rebuild();

@@ -276,6 +276,24 @@ typedef struct sw_walk_result {
     uint64_t async_ctx;         ///< as sw_stack_t's
 } sw_walk_result_t;
 
+// The Swift runtime's calling convention where the compiler knows it (clang); for the runtime
+// functions called here (pointer or no argument, a pointer or integer result) it passes and
+// returns in the same registers as C on x86_64 and arm64.
+#if defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(swiftcall)
+#define SW_SWIFTCALL __attribute__((swiftcall))
+#endif
+#endif
+#ifndef SW_SWIFTCALL
+#define SW_SWIFTCALL
+#endif
+
+/// The task the interrupted thread runs (sw_task.c): its id and current priority into `st`, 0 and
+/// 0 when it runs none. async-signal-safe; for handlers on the sampled thread only.
+void sw_task_identity_read(sw_stack_t *st);
+/// Binds the getters sw_task_identity_read calls (their PLT slots), outside any handler.
+void sw_task_identity_prime(void);
+
 /// Copies a walk's async frames into `st` unless it has some already (a walk resumed after a first
 /// one). async-signal-safe.
 static inline void sw_stack_take_async(sw_stack_t *st, const sw_walk_result_t *res) {

@@ -39,6 +39,9 @@ struct Show: ParsableCommand {
         lines.append("blamed: \(safe(r.blamedSummary()))")
         let truncated = r.truncatedSampleCount > 0 ? "; \(r.truncatedSampleCount) with outer frames missing\(Self.stackEndsText(r.stackEnds))" : ""
         if let few = r.sampling?.fewSamplesReason { lines.append("few samples: \(safe(few))") }
+        if let t = r.task {
+            lines.append("task: id \(t.id), priority \(t.priorityName) (\(t.sampleCount) of \(r.sampleCount) samples)")
+        }
         if let why = r.asyncCallersMissing { lines.append("async callers not shown: \(safe(why))") }
         let marks = r.blamedStack.contains { $0.isAsync == true } ? "; [async] = an async function: below it, its callers from the task's async contexts" : ""
         lines.append("blamed stack (\(r.sampleCount) samples\(truncated); leaf first; [sys] = system code\(marks)):")

@@ -9,6 +9,8 @@ import Testing
 final class AsyncChainFixture: Sendable {
     let thread = Atomic<Int32>(0)
     let stop = Atomic<Bool>(false)
+    /// The priority the task saw itself at (`TaskPriority.rawValue`), when a test records it.
+    let priority = Atomic<UInt8>(0)
     let blocking: Bool
     init(blocking: Bool) { self.blocking = blocking }
 }
@@ -300,5 +302,38 @@ struct AsyncChainTests {
         #expect(AsyncChainLayout.missingCallers(in: [partial, plain], state: .unknown)?.contains("not learnt yet") == true)
         #expect(AsyncChainLayout.missingCallers(in: [partial, plain], state: .learnt) == nil)
         #expect(AsyncChainLayout.missingCallers(in: [plain], state: .failed("x")) == nil, "no async function: nothing is missing")
+    }
+
+    @Test("the handler names the task a job runs: its id, and the priority it runs at", arguments: [TaskPriority.low, .high])
+    func taskNamed(priority: TaskPriority) async throws {
+        #expect(await AsyncChainLayout.learn() == .learnt)
+        let sampler = try StackSampler()
+        let a = AsyncChainFixture(blocking: false), b = AsyncChainFixture(blocking: false)
+        let body: @Sendable (AsyncChainFixture) async -> UInt64 = { f in
+            f.priority.store(Task.currentPriority.rawValue, ordering: .releasing)
+            return await asyncFixtureRoute(f)
+        }
+        let ta = Task.detached(priority: priority) { await body(a) }
+        let tb = Task.detached(priority: priority) { await body(b) }
+        defer { a.stop.store(true, ordering: .releasing); b.stop.store(true, ordering: .releasing) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while (a.thread.load(ordering: .acquiring) == 0 || b.thread.load(ordering: .acquiring) == 0) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try #require(a.thread.load(ordering: .acquiring) != 0 && b.thread.load(ordering: .acquiring) != 0, "a fixture never ran")
+        var seen: [UInt64] = []
+        for f in [a, b] {
+            let tid = ThreadID(rawValue: f.thread.load(ordering: .acquiring))
+            let first = try sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(500))
+            let again = try sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(500))
+            let task = try #require(first.task, "no task read: \(named(first).map(\.0))")
+            #expect(again.task?.id == task.id, "one job, one task")
+            #expect(task.priority == f.priority.load(ordering: .acquiring), "sampled \(task.priority)")
+            seen.append(task.id)
+        }
+        #expect(Set(seen).count == 2, "two tasks, two ids: \(seen)")
+        a.stop.store(true, ordering: .releasing)
+        b.stop.store(true, ordering: .releasing)
+        _ = await (ta.value, tb.value)
     }
 }

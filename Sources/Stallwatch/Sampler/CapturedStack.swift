@@ -45,6 +45,8 @@ package struct CapturedStack: Sendable, Hashable, Codable {
     package var asyncFrames: Range<Int>?
     /// How the async chain ended; `nil` when the walk met no async function.
     package var asyncEnd: AsyncChainEnd?
+    /// The Swift task the thread ran, read by the signal handler (id, `TaskPriority` raw value).
+    package var task: SampledTask?
 
     /// Creates a stack value (mostly for tests and decoding).
     package init(thread: ThreadID, frames: [UInt], unwinder: Unwinder, truncated: Bool = false,
@@ -91,6 +93,7 @@ package struct CapturedStack: Sendable, Hashable, Codable {
         self.driver = Int32(raw.pointee.driver) == Int32(SW_DRIVER_PERF) ? .perfEvent : .timerSignal
         self.takenAtNanoseconds = raw.pointee.taken_at_ns == 0 ? nil : raw.pointee.taken_at_ns
         self.asyncEnd = AsyncChainEnd(c: raw.pointee.async_end)
+        if raw.pointee.task_id != 0 { self.task = SampledTask(id: raw.pointee.task_id, priority: raw.pointee.task_priority) }
         let asyncAt = Int(raw.pointee.async_at), asyncCount = Int(raw.pointee.async_count)
         if asyncCount > 0, asyncAt > 0, asyncAt + asyncCount <= count {
             self.asyncFrames = asyncAt ..< asyncAt + asyncCount
@@ -108,6 +111,18 @@ package struct CapturedStack: Sendable, Hashable, Codable {
     var machineFrames: [UInt] {
         guard let asyncFrames else { return frames }
         return Array(frames[..<asyncFrames.lowerBound]) + frames[asyncFrames.upperBound...]
+    }
+
+    /// The task most of `stacks` ran, with how many ran it (its newest priority); `nil` when none
+    /// was read.
+    static func mostSampledTask(of stacks: some Collection<CapturedStack>) -> ReportTask? {
+        var counts: [UInt64: ReportTask] = [:]
+        for s in stacks {
+            guard let t = s.task else { continue }
+            counts[t.id, default: ReportTask(id: t.id, priority: t.priority, sampleCount: 0)].sampleCount += 1
+            counts[t.id]?.priority = t.priority
+        }
+        return counts.values.max { ($0.sampleCount, $1.id) < ($1.sampleCount, $0.id) }
     }
 
     /// Samples whose walk ended early, counted by why; `nil` when every walk reached its root.
@@ -135,4 +150,12 @@ package struct CapturedStack: Sendable, Hashable, Codable {
         guard frames.count > 1 else { return frames[...] }
         return frames.dropFirst(leafCallerRecovered && frames.count > 2 ? 2 : 1)
     }
+}
+
+/// A Swift task as a signal handler read it on the thread running it.
+package struct SampledTask: Hashable, Sendable, Codable {
+    /// The runtime's task id.
+    package var id: UInt64
+    /// `TaskPriority.rawValue` when sampled.
+    package var priority: UInt8
 }

@@ -152,6 +152,7 @@ struct ReportBuilder {
         report.truncatedSampleCount = samples.count { !$0.isWhole }
         report.stackEnds = CapturedStack.earlyEnds(of: samples)
         report.asyncCallersMissing = AsyncChainLayout.missingCallers(in: report.blamedStack)
+        report.task = CapturedStack.mostSampledTask(of: samples)
         // A request once named is kept when a later version cannot name it (its tag forgotten).
         if let attributed = StallAttribution.request(for: samples) { report.request = attributed.request }
     }

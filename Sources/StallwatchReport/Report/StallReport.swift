@@ -133,6 +133,9 @@ public struct StallReport: Sendable, Equatable, Codable {
     /// concurrency runtime's layout could not be learnt in this process (the reason), or not yet.
     /// Absent when they are shown, and when no sampled stack ran an async function.
     public var asyncCallersMissing: String?
+    /// The Swift task a stalled pool job ran (the one most of the samples ran); absent for a
+    /// thread that ran no task, and where no signal handler sampled it (blocked threads, perf).
+    public var task: ReportTask?
     /// The sampled call tree, flat: depth-first, each node after its parent (see
     /// ``ReportCallTreeNode``).
     public var callTree: [ReportCallTreeNode]
@@ -248,6 +251,7 @@ extension StallReport {
         truncatedSampleCount = try c.decodeIfPresent(Int.self, forKey: .truncatedSampleCount) ?? 0
         stackEnds = try c.decodeIfPresent([String: Int].self, forKey: .stackEnds)
         asyncCallersMissing = try c.decodeIfPresent(String.self, forKey: .asyncCallersMissing)
+        task = try c.decodeIfPresent(ReportTask.self, forKey: .task)
         callTree = version == 1
             ? NestedCallTreeNode.flatten(try c.decode([NestedCallTreeNode].self, forKey: .callTree))
             : try c.decode([ReportCallTreeNode].self, forKey: .callTree)
