@@ -1,5 +1,6 @@
 /// The Swift task a stalled pool job ran, read by the signal handler on the stalled thread while
-/// the task was running there.
+/// the task was running there (in the watchdog's captures; the periodic samples leave it out, as
+/// it would double their cost).
 ///
 /// The name a task was given with `Task(name:)` is not in it: the runtime reads a name under the
 /// task's status lock, which a signal handler may not take.
