@@ -1,6 +1,12 @@
 import CSampler
 import Dispatch
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 import StallwatchPolicy
 import StallwatchReport
@@ -157,20 +163,12 @@ public final class Watchdog: Sendable {
         try control.withLock { (c: inout Control) throws(SamplerError) in
             guard !c.running else { return }
             c.running = true
-            let box = Unmanaged.passRetained(self)
-            var thread = pthread_t()
-            let rc = pthread_create(&thread, nil, { arg in
-                guard let arg else { return nil }
-                let watchdog = Unmanaged<Watchdog>.fromOpaque(arg).takeRetainedValue()
-                watchdog.threadMain()
-                return nil
-            }, box.toOpaque())
-            guard rc == 0 else {
-                box.release()
+            do throws(PlatformThread.StartFailure) {
+                c.thread = try PlatformThread.start { [self] in threadMain() }
+            } catch {
                 c.running = false
-                throw SamplerError.system(operation: "creating the watchdog thread", errno: rc)
+                throw SamplerError.system(operation: "creating the watchdog thread", errno: error.code)
             }
-            c.thread = thread
         }
         // The async call chains of pool jobs: learnt from a probe job once per process, where
         // stacks are sampled at all (elsewhere the start message says what is missing).
