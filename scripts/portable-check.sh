@@ -4,10 +4,18 @@
 # CSampler/include/sw_platform.h and of Sources/Stallwatch/Platform. Builds Tests/Portable (which
 # depends on this package by path) into .build-portable, C warnings as errors; checks that the C
 # core then calls nothing but POSIX; runs the suite: documented snippets compile, start() says its
-# documented sentence once, heartbeat and ping stalls are reported without stacks.
+# documented sentence once, heartbeat and ping stalls are reported without stacks. Before building,
+# scripts/check-platform-boundary.py checks the Swift sources for what only a macOS build would catch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCRATCH="$PWD/.build-portable"
+
+# First, from the source: every Swift file imports the C library through the one conditional block,
+# and only Sources/*/Platform/ asks for the platform or names a Linux-only API (what a macOS build
+# would trip on, checked without one). The self-test plants violations and fails unless each is caught.
+python3 scripts/check-platform-boundary.py --self-test
+python3 scripts/check-platform-boundary.py
+
 # -Werror goes first: SwiftPM 6.3 rejects a trailing -Werror.
 FLAGS=(-Xcc -Werror -Xcc -Wall -Xcc -Wextra
        -Xcc -DSTALLWATCH_PORTABLE_ONLY -Xswiftc -DSTALLWATCH_PORTABLE_ONLY)
