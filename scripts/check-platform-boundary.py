@@ -56,7 +56,7 @@ LINUX_ONLY = [
     (r"\bCLOCK_(?:BOOTTIME|MONOTONIC_COARSE|REALTIME_COARSE|TAI)\b", "a Linux clock (BootClock, CoarseClock)"),
     (r"\bclock_nanosleep\b|\bTIMER_ABSTIME\b|\btimer_(?:create|settime|delete)\b", "no POSIX timers on Darwin"),
     (r"\bst_[amc]tim(?:espec)?\b", "stat's time fields differ (stat.modificationMilliseconds)"),
-    (r"\bpthread_create\b|\bpthread_t\s*\(\s*\)", "pthread_t differs in type (PlatformThread)"),
+    (r"\bpthread_create\b|\bpthread_t\b", "pthread_t is an integer in glibc, a non-Sendable pointer on Darwin (PlatformThread)"),
     (r"\bpthread_(?:setname_np|getattr_np|sigqueue)\b", "a glibc pthread extension"),
     (r"\bdlsym\s*\(\s*(?:nil|UnsafeMutableRawPointer\s*\(\s*bitPattern:\s*0\s*\))|\bRTLD_DEFAULT\b",
      "the default symbol scope is spelt differently (LoadedSymbols)"),

@@ -70,7 +70,7 @@ protocol SamplingDriver: AnyObject {
 }
 
 /// Runs `body` on a new joinable pthread.
-private func spawn(_ body: @escaping @Sendable () -> Void) throws -> pthread_t {
+private func spawn(_ body: @escaping @Sendable () -> Void) throws -> PlatformThread.Handle {
     do throws(PlatformThread.StartFailure) {
         return try PlatformThread.start(body)
     } catch {
@@ -92,7 +92,7 @@ final class ThreadDriver: SamplingDriver, @unchecked Sendable {
     private let failures = Atomic<Int>(0)
     private let cpu = Atomic<Int>(0)
     private let mallocs = Atomic<Int>(0)
-    private var thread: pthread_t?
+    private var thread: PlatformThread.Handle?
 
     init(targets: [Int32], intervalNanoseconds: Int, unwinder: sw_unwinder_t, maxFrames: Int, log: SampleLog) {
         self.targets = targets
@@ -140,7 +140,7 @@ final class ThreadDriver: SamplingDriver, @unchecked Sendable {
 
     func end() -> DriverCost {
         running.store(false, ordering: .releasing)
-        if let thread { pthread_join(thread, nil) }
+        thread?.join()
         return DriverCost(samples: samples.load(ordering: .relaxed), failures: failures.load(ordering: .relaxed),
                           samplerCPUNanoseconds: cpu.load(ordering: .acquiring),
                           samplerMallocs: mallocs.load(ordering: .relaxed))
@@ -162,7 +162,7 @@ final class RingReader: @unchecked Sendable {
     private let drained = Atomic<Int>(0)
     private let lost = Atomic<Int>(0)
     private let mallocs = Atomic<Int>(0)
-    private var thread: pthread_t?
+    private var thread: PlatformThread.Handle?
 
     init(drainEveryNanoseconds: Int, capacity: Int, log: SampleLog) {
         self.drainEvery = drainEveryNanoseconds
@@ -181,7 +181,7 @@ final class RingReader: @unchecked Sendable {
     /// Stops the reader after one last drain; what it read and cost.
     func stop() -> DriverCost {
         running.store(false, ordering: .releasing)
-        if let thread { pthread_join(thread, nil) }
+        thread?.join()
         return DriverCost(samples: drained.load(ordering: .relaxed), failures: lost.load(ordering: .relaxed),
                           samplerCPUNanoseconds: cpu.load(ordering: .acquiring),
                           samplerMallocs: mallocs.load(ordering: .relaxed))
@@ -328,7 +328,7 @@ final class PerfDriver: SamplingDriver, @unchecked Sendable {
 }
 
 /// Runs `body` on a new pthread (for drivers outside this file's private helper).
-func spawnThread(_ body: @escaping @Sendable () -> Void) throws -> pthread_t { try spawn(body) }
+func spawnThread(_ body: @escaping @Sendable () -> Void) throws -> PlatformThread.Handle { try spawn(body) }
 
 /// A benchmark failure with a message for the user.
 struct BenchError: Error, CustomStringConvertible {

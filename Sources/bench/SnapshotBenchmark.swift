@@ -103,7 +103,7 @@ final class Sleepers: Sendable {
                     started.add(1, ordering: .releasing)
                     while !stop.load(ordering: .relaxed) { usleep(200_000) }
                 }
-                pthread_detach(thread)
+                thread.detach()
             } catch {
                 preconditionFailure("pthread_create failed: \(error.code)")
             }

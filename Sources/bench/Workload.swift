@@ -39,7 +39,7 @@ final class Workload: Sendable {
                     start.worker.tid.store(ThreadID.current.rawValue, ordering: .releasing)
                     start.workload.descend(start.workload.depth, start.worker)
                 }
-                pthread_detach(thread)
+                thread.detach()
             } catch {
                 preconditionFailure("pthread_create failed: \(error.code)")
             }

@@ -7,9 +7,25 @@ import Darwin
 #endif
 
 /// Threads of the platform's own, started on a closure. `pthread_create` differs in its types:
-/// glibc and musl give an integer `pthread_t` and pass the start routine an optional argument,
-/// Darwin a pointer and a non-optional one. Callers keep the `pthread_t` and join or detach it.
+/// glibc gives an integer `pthread_t` and passes the start routine an optional argument, Darwin a
+/// pointer (not `Sendable`) and a non-optional one. Callers keep the ``Handle`` and join or detach
+/// the thread through it.
 package enum PlatformThread {
+    /// A started thread, joined or detached once by whoever started it. Only a name for the
+    /// thread, never dereferenced: sendable wherever `pthread_t` is a pointer too.
+    package struct Handle: @unchecked Sendable {
+        fileprivate let thread: pthread_t
+
+        /// Whether the calling thread is this one.
+        package var isCurrent: Bool { pthread_equal(thread, pthread_self()) != 0 }
+
+        /// Waits for the thread to end.
+        package func join() { pthread_join(thread, nil) }
+
+        /// Lets the thread end on its own; it is not joined.
+        package func detach() { pthread_detach(thread) }
+    }
+
     /// Why a thread could not be started: the error number `pthread_create` returned.
     package struct StartFailure: Error, Sendable {
         /// The error number (`EAGAIN`: no resources or too many threads).
@@ -17,7 +33,7 @@ package enum PlatformThread {
     }
 
     /// Starts `body` on a new joinable thread and returns it.
-    package static func start(_ body: @escaping @Sendable () -> Void) throws(StartFailure) -> pthread_t {
+    package static func start(_ body: @escaping @Sendable () -> Void) throws(StartFailure) -> Handle {
         let box = Unmanaged.passRetained(Body(body))
 #if canImport(Darwin)
         var thread: pthread_t?
@@ -29,7 +45,7 @@ package enum PlatformThread {
             box.release()
             throw StartFailure(code: rc == 0 ? EAGAIN : rc)
         }
-        return thread
+        return Handle(thread: thread)
 #else
         var thread = pthread_t()
         let rc = pthread_create(&thread, nil, { arg in
@@ -41,7 +57,7 @@ package enum PlatformThread {
             box.release()
             throw StartFailure(code: rc)
         }
-        return thread
+        return Handle(thread: thread)
 #endif
     }
 

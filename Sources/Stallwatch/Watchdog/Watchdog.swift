@@ -49,7 +49,7 @@ public final class Watchdog: Sendable {
 
     private struct Control {
         var running = false
-        var thread: pthread_t?
+        var thread: PlatformThread.Handle?
     }
 
     /// Creates a stopped watchdog.
@@ -197,7 +197,7 @@ public final class Watchdog: Sendable {
     /// period), then waits up to 5 s for queued reports to reach the disk (stalls in progress get
     /// their final duration). Idempotent; samplers' timers are deleted.
     public func stop() {
-        let thread: pthread_t? = control.withLock { c in
+        let thread: PlatformThread.Handle? = control.withLock { c in
             guard c.running else { return nil }
             c.running = false
             defer { c.thread = nil }
@@ -205,10 +205,10 @@ public final class Watchdog: Sendable {
         }
         guard let thread else { return }
         sw_pool_wake_all()
-        if pthread_equal(thread, pthread_self()) != 0 {
-            pthread_detach(thread) // stopped from an event handler: the thread ends on its own
+        if thread.isCurrent {
+            thread.detach() // stopped from an event handler: the thread ends on its own
         } else {
-            pthread_join(thread, nil)
+            thread.join()
             writer?.flush()
             logQueue.flush()
         }
