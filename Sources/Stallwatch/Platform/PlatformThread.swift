@@ -41,10 +41,13 @@ package enum PlatformThread {
             Unmanaged<Body>.fromOpaque(arg).takeRetainedValue().run()
             return nil
         }, box.toOpaque())
-        guard rc == 0, let thread else {
+        guard rc == 0 else {
             box.release()
-            throw StartFailure(code: rc == 0 ? EAGAIN : rc)
+            throw StartFailure(code: rc)
         }
+        // Never nil once pthread_create succeeded; the running thread owns the box, so it is not
+        // released here.
+        guard let thread else { throw StartFailure(code: EINVAL) }
         return Handle(thread: thread)
 #else
         var thread = pthread_t()
