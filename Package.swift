@@ -43,11 +43,12 @@ let package = Package(
                 .linkedLibrary("dl", .when(platforms: [.linux])),
             ]
         ),
-        // gzip (pprof exports) and xz (MiniDebugInfo) through the system's zlib and liblzma.
+        // gzip (pprof exports) and xz (MiniDebugInfo) through the system's zlib and liblzma. zlib
+        // ships in every SDK; liblzma is not in macOS's, and MiniDebugInfo is an ELF (Linux) matter.
         .target(
             name: "CCompression",
             path: "Sources/CCompression",
-            linkerSettings: [.linkedLibrary("z"), .linkedLibrary("lzma")]
+            linkerSettings: [.linkedLibrary("z"), .linkedLibrary("lzma", .when(platforms: [.linux]))]
         ),
         // What users type: the configuration and the report model (re-exported by Stallwatch).
         .target(

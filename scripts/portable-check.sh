@@ -4,10 +4,18 @@
 # CSampler/include/sw_platform.h and of Sources/Stallwatch/Platform. Builds Tests/Portable (which
 # depends on this package by path) into .build-portable, C warnings as errors; checks that the C
 # core then calls nothing but POSIX; runs the suite: documented snippets compile, start() says its
-# documented sentence once, heartbeat and ping stalls are reported without stacks.
+# documented sentence once, heartbeat and ping stalls are reported without stacks. Before building,
+# scripts/check-platform-boundary.py checks the Swift sources for what only a macOS build would catch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SCRATCH="$PWD/.build-portable"
+
+# First, from the source: every Swift file imports the C library through the one conditional block,
+# and only Sources/*/Platform/ asks for the platform or names a Linux-only API (what a macOS build
+# would trip on, checked without one). The self-test plants violations and fails unless each is caught.
+python3 scripts/check-platform-boundary.py --self-test
+python3 scripts/check-platform-boundary.py
+
 # -Werror goes first: SwiftPM 6.3 rejects a trailing -Werror.
 FLAGS=(-Xcc -Werror -Xcc -Wall -Xcc -Wextra
        -Xcc -DSTALLWATCH_PORTABLE_ONLY -Xswiftc -DSTALLWATCH_PORTABLE_ONLY)
@@ -30,7 +38,19 @@ fi
 # shellcheck disable=SC2086
 defined=$(nm $objects)   # whole, then grep: no SIGPIPE under pipefail
 grep -q ' T sw_platform_samples$' <<<"$defined" || { echo "portable: sw_platform_samples missing" >&2; exit 1; }
-echo "portable: the C core's undefined symbols are POSIX only ($(wc -l <<<"$undefined") symbols)"
+# Every function the C core's headers declare is defined with the Linux-only parts off: the suite
+# below links only what the library calls, while the stallwatch command and the bench call more: a
+# missing stub would fail their link on macOS, unseen here.
+declared=$(grep -ohE '\bsw_[a-z0-9_]+[[:space:]]*\(' CSampler/include/*.h | tr -d ' (' | sort -u)
+stubbed=$(awk '$2 == "T" { print $3 }' <<<"$defined" | sort -u)
+missing=$(comm -23 <(echo "$declared") <(echo "$stubbed"))
+if [ -n "$missing" ]; then
+  echo "portable: declared in CSampler/include but not defined with the Linux-only parts off:" >&2
+  echo "$missing" >&2
+  exit 1
+fi
+echo "portable: the C core's undefined symbols are POSIX only ($(wc -l <<<"$undefined") symbols);" \
+     "its $(wc -l <<<"$declared") declared functions are all defined"
 
 swift test --package-path Tests/Portable --scratch-path "$SCRATCH" --skip-build --no-parallel
 echo "portable: PASS"

@@ -10,10 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <ucontext.h>
+#endif
+
+// What follows measures Linux mechanisms (glibc's malloc entry points, per-thread CPU-clock
+// timers that signal one thread, /proc): built on Linux only. Elsewhere the bench answers
+// "not measured" (zero counts, -ENOSYS), so that the package builds where it cannot bench.
+#if defined(__linux__)
 
 // ---- malloc counter ----------------------------------------------------------------------------
 // The executable defines malloc & co.; the dynamic linker binds every library's calls to them
@@ -373,6 +380,61 @@ uint64_t bench_timer_floor_read_walks(uint64_t from, int32_t *tids, uint64_t *wa
     }
     return start + *count;
 }
+
+#else
+
+uint64_t bench_malloc_count_process(void) { return 0; }
+uint64_t bench_malloc_count_thread(void) { return 0; }
+uint64_t bench_malloc_count_tid(int32_t tid) {
+    (void)tid;
+    return 0;
+}
+int bench_malloc_counter_active(void) { return 0; }
+int bench_sigprof_recorder_install(uint64_t target_pthread, uint32_t capacity) {
+    (void)target_pthread;
+    (void)capacity;
+    return -ENOSYS;
+}
+uint64_t bench_sigprof_recorded(uint64_t *out, uint64_t max) {
+    (void)out;
+    (void)max;
+    return 0;
+}
+uint64_t bench_sigprof_other_threads(void) { return 0; }
+int bench_sigprof_chained(void) { return 0; }
+uint64_t bench_rss_bytes(void) { return 0; }
+int bench_timer_floor_install(int signo, uint32_t capacity) {
+    (void)signo;
+    (void)capacity;
+    return -ENOSYS;
+}
+int bench_timer_floor_start(int signo, int32_t tid, int64_t interval_ns) {
+    (void)signo;
+    (void)tid;
+    (void)interval_ns;
+    return -ENOSYS;
+}
+void bench_timer_floor_stop(int timer) { (void)timer; }
+uint64_t bench_timer_floor_read(uint64_t from, uint64_t *times, int32_t *tids, uint64_t max, uint64_t *count) {
+    (void)times;
+    (void)tids;
+    (void)max;
+    *count = 0;
+    return from;
+}
+uint64_t bench_timer_floor_head(void) { return 0; }
+void bench_timer_floor_set_walk(uint32_t max_frames) { (void)max_frames; }
+uint64_t bench_timer_floor_read_walks(uint64_t from, int32_t *tids, uint64_t *walk_ns, uint32_t *frames, uint64_t max,
+                                      uint64_t *count) {
+    (void)tids;
+    (void)walk_ns;
+    (void)frames;
+    (void)max;
+    *count = 0;
+    return from;
+}
+
+#endif
 
 // ---- workloads for the unwind paths ------------------------------------------------------------
 

@@ -1,9 +1,18 @@
 #include "sw_compression.h"
 
 #include <limits.h>
-#include <lzma.h>
 #include <stdlib.h>
 #include <zlib.h>
+
+// liblzma is a Linux system library here (MiniDebugInfo, what it is for, is an ELF section); the
+// macOS SDK has no <lzma.h>, so elsewhere, and in the portable build that stands in for elsewhere,
+// xz streams are refused like damaged ones. zlib ships with every platform's SDK.
+#if defined(__linux__) && !defined(STALLWATCH_PORTABLE_ONLY)
+#define SW_HAVE_LZMA 1
+#include <lzma.h>
+#else
+#define SW_HAVE_LZMA 0
+#endif
 
 // Grows `*buffer` to at least `needed` bytes (doubling), never past `max`. 0 on success.
 static int grow(uint8_t **buffer, size_t *capacity, size_t needed, size_t max) {
@@ -75,6 +84,7 @@ int sw_inflate(const uint8_t *in, size_t in_len, size_t max_out, uint8_t **out, 
     return 0;
 }
 
+#if SW_HAVE_LZMA
 int sw_xz_decompress(const uint8_t *in, size_t in_len, size_t max_out, uint8_t **out, size_t *out_len) {
     lzma_stream s = LZMA_STREAM_INIT;
     if (lzma_stream_decoder(&s, 256u << 20, 0) != LZMA_OK) return -1;
@@ -99,5 +109,15 @@ int sw_xz_decompress(const uint8_t *in, size_t in_len, size_t max_out, uint8_t *
     *out_len = produced;
     return 0;
 }
+#else
+int sw_xz_decompress(const uint8_t *in, size_t in_len, size_t max_out, uint8_t **out, size_t *out_len) {
+    (void)in;
+    (void)in_len;
+    (void)max_out;
+    (void)out;
+    (void)out_len;
+    return -1;
+}
+#endif
 
 void sw_compression_free(uint8_t *buffer) { free(buffer); }

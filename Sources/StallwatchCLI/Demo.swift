@@ -1,7 +1,13 @@
 import ArgumentParser
 import CSampler
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Stallwatch
 import StallwatchPolicy
 import StallwatchReport
@@ -85,7 +91,7 @@ struct Demo: ParsableCommand {
         let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
         pthread_mutex_init(lock, nil)
         var pair: [Int32] = [0, 0]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else {
+        guard socketpair(AF_UNIX, SocketType.stream, 0, &pair) == 0 else {
             throw ValidationError("socketpair failed: \(String(cString: strerror(errno)))")
         }
         if kind == .lock { pthread_mutex_lock(lock) }

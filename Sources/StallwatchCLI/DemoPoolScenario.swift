@@ -1,6 +1,12 @@
 import Dispatch
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Stalls the demo causes on the Swift concurrency pool rather than on a loop of its own: the
 /// process's very first pool job stalling (CPU-bound, blocked, as a child task, after an async

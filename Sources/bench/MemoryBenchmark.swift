@@ -1,7 +1,13 @@
 import ArgumentParser
 import BenchGoals
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Stallwatch
 
 /// `bench memory`: resident memory a watchdog's first stall report adds to a real server (issue 19).

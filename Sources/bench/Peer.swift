@@ -1,5 +1,11 @@
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A peer profiler run in a child `bench workload` process, loaded with LD_PRELOAD so that
 /// Stallwatch never depends on it.

@@ -1,6 +1,12 @@
 import BenchSupport
 import CSampler
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Stallwatch
 
 /// What one phase samples with.

@@ -2,7 +2,13 @@ import ArgumentParser
 import BenchSupport
 import CSampler
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Stallwatch
 import StallwatchPolicy
 import BenchGoals

@@ -1,6 +1,12 @@
 import BenchSupport
 import CSampler
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Stallwatch
 import Synchronization
 
@@ -63,24 +69,13 @@ protocol SamplingDriver: AnyObject {
     func end() -> DriverCost
 }
 
-/// Runs `body` on a new pthread, keeping `owner` alive until it returns.
-private func spawn(_ body: @escaping @Sendable () -> Void) throws -> pthread_t {
-    final class Box: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+/// Runs `body` on a new joinable pthread.
+private func spawn(_ body: @escaping @Sendable () -> Void) throws -> PlatformThread.Handle {
+    do throws(PlatformThread.StartFailure) {
+        return try PlatformThread.start(body)
+    } catch {
+        throw BenchError("pthread_create failed: \(error.code)")
     }
-    var thread = pthread_t()
-    let box = Unmanaged.passRetained(Box(body))
-    let rc = pthread_create(&thread, nil, { arg in
-        guard let arg else { return nil }
-        Unmanaged<Box>.fromOpaque(arg).takeRetainedValue().body()
-        return nil
-    }, box.toOpaque())
-    guard rc == 0 else {
-        box.release()
-        throw BenchError("pthread_create failed: \(rc)")
-    }
-    return thread
 }
 
 /// A sampler thread that wakes every interval and asks each target for its stack (request/answer).
@@ -97,7 +92,7 @@ final class ThreadDriver: SamplingDriver, @unchecked Sendable {
     private let failures = Atomic<Int>(0)
     private let cpu = Atomic<Int>(0)
     private let mallocs = Atomic<Int>(0)
-    private var thread = pthread_t()
+    private var thread: PlatformThread.Handle?
 
     init(targets: [Int32], intervalNanoseconds: Int, unwinder: sw_unwinder_t, maxFrames: Int, log: SampleLog) {
         self.targets = targets
@@ -123,8 +118,7 @@ final class ThreadDriver: SamplingDriver, @unchecked Sendable {
         var next = Workload.now()
         while running.load(ordering: .acquiring) {
             next += interval
-            var ts = timespec(tv_sec: next / 1_000_000_000, tv_nsec: next % 1_000_000_000)
-            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+            while !MonotonicSleep.until(next) {}
             for target in targets {
                 if !running.load(ordering: .acquiring) { break }
                 let rc = sw_capture(target, unwinder, maxFrames, 100_000_000, stack)
@@ -146,7 +140,7 @@ final class ThreadDriver: SamplingDriver, @unchecked Sendable {
 
     func end() -> DriverCost {
         running.store(false, ordering: .releasing)
-        pthread_join(thread, nil)
+        thread?.join()
         return DriverCost(samples: samples.load(ordering: .relaxed), failures: failures.load(ordering: .relaxed),
                           samplerCPUNanoseconds: cpu.load(ordering: .acquiring),
                           samplerMallocs: mallocs.load(ordering: .relaxed))
@@ -168,7 +162,7 @@ final class RingReader: @unchecked Sendable {
     private let drained = Atomic<Int>(0)
     private let lost = Atomic<Int>(0)
     private let mallocs = Atomic<Int>(0)
-    private var thread = pthread_t()
+    private var thread: PlatformThread.Handle?
 
     init(drainEveryNanoseconds: Int, capacity: Int, log: SampleLog) {
         self.drainEvery = drainEveryNanoseconds
@@ -187,7 +181,7 @@ final class RingReader: @unchecked Sendable {
     /// Stops the reader after one last drain; what it read and cost.
     func stop() -> DriverCost {
         running.store(false, ordering: .releasing)
-        pthread_join(thread, nil)
+        thread?.join()
         return DriverCost(samples: drained.load(ordering: .relaxed), failures: lost.load(ordering: .relaxed),
                           samplerCPUNanoseconds: cpu.load(ordering: .acquiring),
                           samplerMallocs: mallocs.load(ordering: .relaxed))
@@ -204,9 +198,7 @@ final class RingReader: @unchecked Sendable {
         var stopping = false
         while !stopping {
             next += drainEvery
-            var ts = timespec(tv_sec: next / 1_000_000_000, tv_nsec: next % 1_000_000_000)
-            while running.load(ordering: .acquiring) &&
-                    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+            while running.load(ordering: .acquiring) && !MonotonicSleep.until(next) {}
             stopping = !running.load(ordering: .acquiring)
             for k in 0..<rings {
                 var count = 0
@@ -336,7 +328,7 @@ final class PerfDriver: SamplingDriver, @unchecked Sendable {
 }
 
 /// Runs `body` on a new pthread (for drivers outside this file's private helper).
-func spawnThread(_ body: @escaping @Sendable () -> Void) throws -> pthread_t { try spawn(body) }
+func spawnThread(_ body: @escaping @Sendable () -> Void) throws -> PlatformThread.Handle { try spawn(body) }
 
 /// A benchmark failure with a message for the user.
 struct BenchError: Error, CustomStringConvertible {

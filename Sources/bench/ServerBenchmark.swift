@@ -1,7 +1,13 @@
 import ArgumentParser
 import BenchGoals
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `bench server`: the Hummingbird example under wrk, watchdog on and off in alternating rounds.
 struct ServerBenchmark: ParsableCommand {

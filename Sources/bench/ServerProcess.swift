@@ -1,5 +1,12 @@
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Stallwatch
 
 /// One run of the example server as a child process: started, read from, measured through /proc,
 /// stopped with SIGTERM.
@@ -90,7 +97,7 @@ final class ServerProcess {
 
     /// The same from any thread, given only the port (the process object is not Sendable).
     static func get(_ path: String, port: Int) -> String? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, SocketType.stream, 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var addr = sockaddr_in()

@@ -1,6 +1,12 @@
 import ArgumentParser
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Stallwatch
 import Synchronization
 
@@ -91,18 +97,16 @@ final class Sleepers: Sendable {
     init(count: Int) {
         ids = Mutex([])
         for _ in 0..<count {
-            var thread = pthread_t()
-            let box = Unmanaged.passRetained(self)
-            let rc = pthread_create(&thread, nil, { arg in
-                guard let arg else { return nil }
-                let me = Unmanaged<Sleepers>.fromOpaque(arg).takeRetainedValue()
-                me.ids.withLock { $0.append(.current) }
-                me.started.add(1, ordering: .releasing)
-                while !me.stop.load(ordering: .relaxed) { usleep(200_000) }
-                return nil
-            }, box.toOpaque())
-            precondition(rc == 0, "pthread_create failed: \(rc)")
-            pthread_detach(thread)
+            do throws(PlatformThread.StartFailure) {
+                let thread = try PlatformThread.start { [self] in
+                    ids.withLock { $0.append(.current) }
+                    started.add(1, ordering: .releasing)
+                    while !stop.load(ordering: .relaxed) { usleep(200_000) }
+                }
+                thread.detach()
+            } catch {
+                preconditionFailure("pthread_create failed: \(error.code)")
+            }
         }
         while started.load(ordering: .acquiring) < count { usleep(1000) }
         usleep(20_000) // let every thread reach its sleep

@@ -1,6 +1,12 @@
 import CSampler
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Stallwatch
 
 /// `bench sampler --sweep`: interval × unwinder × depth × threads, short alternating phases.

@@ -1,5 +1,11 @@
 import BenchSupport
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// timer/empty: the timer ring's own mechanism (a timer on each target's CPU clock, the sampling
 /// signal, Stallwatch's dispatcher) with a handler that records only its time — the floor the ring

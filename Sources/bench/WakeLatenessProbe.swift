@@ -1,6 +1,13 @@
 import CSampler
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Stallwatch
 import Synchronization
 
 /// The scheduler's floor for a watchdog among busy threads: a thread at the watchdog's nice value
@@ -15,13 +22,13 @@ final class WakeLatenessProbe: Sendable {
     init(nice: Int32 = -10, period: Duration = .milliseconds(40)) {
         let periodNanoseconds = Int(period.components.seconds) * 1_000_000_000 + Int(period.components.attoseconds / 1_000_000_000)
         let thread = Thread { [self] in
-            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(sw_current_tid()), nice)
+            ThreadPriority.setNice(nice, thread: sw_current_tid())
             var late: [Double] = []
             late.reserveCapacity(4096)
             while !stop.load(ordering: .acquiring) {
                 let target = Workload.now() + periodNanoseconds
                 var ts = timespec(tv_sec: periodNanoseconds / 1_000_000_000, tv_nsec: periodNanoseconds % 1_000_000_000)
-                _ = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, nil)
+                _ = nanosleep(&ts, nil)
                 late.append(Double(Workload.now() - target) / 1e6)
             }
             lateness.withLock { $0 = late }

@@ -1,4 +1,10 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Stallwatch
 import Synchronization
 
@@ -26,18 +32,17 @@ final class Workload: Sendable {
     /// Starts every worker and waits until each has calibrated its typical iteration.
     func start() {
         for worker in workers {
-            let context = Unmanaged.passRetained(WorkerStart(workload: self, worker: worker))
-            var thread = pthread_t()
-            let rc = pthread_create(&thread, nil, { arg in
-                guard let arg else { return nil }
-                let start = Unmanaged<WorkerStart>.fromOpaque(arg).takeRetainedValue()
-                start.worker.pthread.store(UInt64(pthread_self()), ordering: .relaxed)
-                start.worker.tid.store(ThreadID.current.rawValue, ordering: .releasing)
-                start.workload.descend(start.workload.depth, start.worker)
-                return nil
-            }, context.toOpaque())
-            precondition(rc == 0, "pthread_create failed: \(rc)")
-            pthread_detach(thread)
+            let start = WorkerStart(workload: self, worker: worker)
+            do throws(PlatformThread.StartFailure) {
+                let thread = try PlatformThread.start {
+                    start.worker.pthread.store(PlatformThread.currentHandle, ordering: .relaxed)
+                    start.worker.tid.store(ThreadID.current.rawValue, ordering: .releasing)
+                    start.workload.descend(start.workload.depth, start.worker)
+                }
+                thread.detach()
+            } catch {
+                preconditionFailure("pthread_create failed: \(error.code)")
+            }
         }
         for worker in workers {
             while worker.typicalIterationNs.load(ordering: .acquiring) == 0 { usleep(1000) }

@@ -1,7 +1,13 @@
 import ArgumentParser
 import BenchSupport
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What `bench workload` measured, as JSON for the parent `bench sampler`.
 struct WorkloadReport: Codable {

@@ -14,7 +14,7 @@ int sw_gzip(const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len);
 int sw_inflate(const uint8_t *in, size_t in_len, size_t max_out, uint8_t **out, size_t *out_len);
 
 /// Decompresses an .xz stream (the `.gnu_debugdata` section of MiniDebugInfo); refuses output
-/// past `max_out` bytes. 0 on success.
+/// past `max_out` bytes. 0 on success; -1 also where liblzma is not linked (outside Linux).
 int sw_xz_decompress(const uint8_t *in, size_t in_len, size_t max_out, uint8_t **out, size_t *out_len);
 
 /// Frees what the functions above returned.

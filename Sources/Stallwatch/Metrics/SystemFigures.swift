@@ -1,4 +1,10 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Figures of the process and the machine read from `/proc` and `/sys`, for ``ProcessMetrics``.
 /// Parsing is separate from reading so that it is tested on fixed text.
@@ -46,7 +52,7 @@ struct SystemFigures: Sendable {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while bytes.count < limit {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let n = chunk.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
             if n < 0, errno == EINTR { continue }
             if n <= 0 { break }
             bytes.append(contentsOf: chunk[0..<n])
@@ -75,19 +81,13 @@ struct SystemFigures: Sendable {
         }
     }
 
-    /// Seconds since boot on the clock `/proc/self/stat`'s start time counts in.
-    static func secondsSinceBoot() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_BOOTTIME, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-
     /// How long ago the process started, in seconds, or `nil`.
     static func processAge() -> Double? {
-        guard let stat = read("/proc/self/stat"), let ticks = parseStartTicks(stat) else { return nil }
+        guard let stat = read("/proc/self/stat"), let ticks = parseStartTicks(stat),
+              let sinceBoot = BootClock.seconds() else { return nil }
         let hz = Double(sysconf(Int32(_SC_CLK_TCK)))
         guard hz > 0 else { return nil }
-        return max(secondsSinceBoot() - Double(ticks) / hz, 0)
+        return max(sinceBoot - Double(ticks) / hz, 0)
     }
 }
 

@@ -2,6 +2,8 @@ import struct Foundation.Date
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
@@ -32,7 +34,7 @@ enum ReportDirectoryIO {
     static func ownRegularFile(_ path: String, owner: uid_t) -> (bytes: Int, modifiedMilliseconds: Int64)? {
         var info = stat()
         guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == owner else { return nil }
-        return (Int(info.st_size), Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000)
+        return (Int(info.st_size), info.modificationMilliseconds)
     }
 
     /// Writes `bytes` to a new file at `path` (mode 0600, must not exist) and syncs it. On any

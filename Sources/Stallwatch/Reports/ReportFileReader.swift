@@ -4,6 +4,10 @@ import StallwatchReport
 
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Reads a report file given by a person (the `stallwatch` commands), refusing what is not one
@@ -38,7 +42,7 @@ public enum ReportFileReader {
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         // Read to the end rather than trusting the size: a file that grew meanwhile is still capped.
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
             if count == 0 { return content }
             if count < 0 {
                 if errno == EINTR { continue }

@@ -1,5 +1,11 @@
 import CSampler
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Why a stack could not be captured. Every case says what happened; none is a crash.
 public enum SamplerError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -73,8 +79,9 @@ func signalName(_ signal: Int32) -> String {
     case SIGURG: return "SIGURG"
     case SIGVTALRM: return "SIGVTALRM"
     default:
-        let rtmin = __libc_current_sigrtmin()
-        if signal >= rtmin && signal <= __libc_current_sigrtmax() { return "SIGRTMIN+\(signal - rtmin)" }
+        if let realtime = RealtimeSignals.range, realtime.contains(signal) {
+            return "SIGRTMIN+\(signal - realtime.lowerBound)"
+        }
         return "signal \(signal)"
     }
 }

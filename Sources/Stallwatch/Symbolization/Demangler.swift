@@ -1,4 +1,10 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Swift and C++ demangling through the runtimes already loaded in the process.
 package enum Demangler {
@@ -11,11 +17,11 @@ package enum Demangler {
 
     // Looked up once: swift_demangle is exported by libswiftCore, __cxa_demangle by libstdc++.
     private static let swiftDemangle: SwiftDemangle? = {
-        guard let sym = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "swift_demangle") else { return nil }
+        guard let sym = LoadedSymbols.address(of: "swift_demangle") else { return nil }
         return unsafeBitCast(sym, to: SwiftDemangle.self)
     }()
     private static let cxaDemangle: CxaDemangle? = {
-        guard let sym = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__cxa_demangle") else { return nil }
+        guard let sym = LoadedSymbols.address(of: "__cxa_demangle") else { return nil }
         return unsafeBitCast(sym, to: CxaDemangle.self)
     }()
 

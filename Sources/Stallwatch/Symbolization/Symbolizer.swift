@@ -1,5 +1,11 @@
 import CSampler
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// Resolves raw addresses to modules and function names, off the hot path.
@@ -120,7 +126,7 @@ package final class Symbolizer: Sendable {
     /// hundred KiB, paid at start instead of at the first report.
     func preloadRuntimeLibraries() {
         for name in Self.runtimeLibraryFunctions {
-            guard let function = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { continue }
+            guard let function = LoadedSymbols.address(of: name) else { continue }
             _ = symbolize(UInt(bitPattern: function))
         }
         releaseMappedPages()

@@ -4,6 +4,8 @@ import CSampler
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// What a file descriptor of this process refers to, from the `/proc/self/fd/<fd>` link.

@@ -1,5 +1,11 @@
 import CSampler
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A thread's `/proc` `syscall` and `schedstat` files (and `stat`, opened on first use), kept open
 /// and re-read from their start: the watchdog reads them for the same threads every few ms, and an

@@ -4,6 +4,8 @@ import CSampler
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A snapshot of one thread's kernel-visible facts, read from `/proc/self/task/<tid>` without

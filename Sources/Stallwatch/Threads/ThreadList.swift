@@ -4,6 +4,8 @@ import CSampler
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The threads of this process, as `/proc/self/task` lists them.

@@ -1,6 +1,12 @@
 import CSampler
 import Dispatch
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 import StallwatchPolicy
 import StallwatchReport
@@ -43,7 +49,7 @@ public final class Watchdog: Sendable {
 
     private struct Control {
         var running = false
-        var thread: pthread_t?
+        var thread: PlatformThread.Handle?
     }
 
     /// Creates a stopped watchdog.
@@ -157,20 +163,12 @@ public final class Watchdog: Sendable {
         try control.withLock { (c: inout Control) throws(SamplerError) in
             guard !c.running else { return }
             c.running = true
-            let box = Unmanaged.passRetained(self)
-            var thread = pthread_t()
-            let rc = pthread_create(&thread, nil, { arg in
-                guard let arg else { return nil }
-                let watchdog = Unmanaged<Watchdog>.fromOpaque(arg).takeRetainedValue()
-                watchdog.threadMain()
-                return nil
-            }, box.toOpaque())
-            guard rc == 0 else {
-                box.release()
+            do throws(PlatformThread.StartFailure) {
+                c.thread = try PlatformThread.start { [self] in threadMain() }
+            } catch {
                 c.running = false
-                throw SamplerError.system(operation: "creating the watchdog thread", errno: rc)
+                throw SamplerError.system(operation: "creating the watchdog thread", errno: error.code)
             }
-            c.thread = thread
         }
         // The async call chains of pool jobs: learnt from a probe job once per process, where
         // stacks are sampled at all (elsewhere the start message says what is missing).
@@ -199,7 +197,7 @@ public final class Watchdog: Sendable {
     /// period), then waits up to 5 s for queued reports to reach the disk (stalls in progress get
     /// their final duration). Idempotent; samplers' timers are deleted.
     public func stop() {
-        let thread: pthread_t? = control.withLock { c in
+        let thread: PlatformThread.Handle? = control.withLock { c in
             guard c.running else { return nil }
             c.running = false
             defer { c.thread = nil }
@@ -207,10 +205,10 @@ public final class Watchdog: Sendable {
         }
         guard let thread else { return }
         sw_pool_wake_all()
-        if pthread_equal(thread, pthread_self()) != 0 {
-            pthread_detach(thread) // stopped from an event handler: the thread ends on its own
+        if thread.isCurrent {
+            thread.detach() // stopped from an event handler: the thread ends on its own
         } else {
-            pthread_join(thread, nil)
+            thread.join()
             writer?.flush()
             logQueue.flush()
         }

@@ -1,9 +1,9 @@
 import CSampler
-import Glibc
 import Logging
 
 /// Gives the watchdog thread the best CPU priority it may take without asking for privileges, so
-/// that busy loops on saturated CPUs delay it as little as possible (nice is per thread on Linux).
+/// that busy loops on saturated CPUs delay it as little as possible (nice is per thread on Linux;
+/// where it is not, ``ThreadPriority`` changes nothing and the thread keeps its priority).
 enum WatchdogPriority {
     /// The nice value asked for: favoured over ordinary threads, short of the extremes that
     /// would let a runaway watchdog starve the service.
@@ -14,16 +14,11 @@ enum WatchdogPriority {
     /// nice value in force afterwards.
     @discardableResult
     static func raise(logger: Logger) -> Int32 {
-        let tid = id_t(sw_current_tid())
-        errno = 0
-        let current = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), tid)
-        guard errno == 0 else { return 0 }
-        var limit = rlimit()
-        // RLIMIT_NICE: an unprivileged thread may go down to 20 - rlim_cur.
-        let floor = getrlimit(__rlimit_resource_t(__RLIMIT_NICE.rawValue), &limit) == 0
-            ? 20 - Int32(clamping: limit.rlim_cur) : 20
+        let tid = sw_current_tid()
+        guard let current = ThreadPriority.nice(thread: tid) else { return 0 }
+        let floor = ThreadPriority.unprivilegedFloor
         for candidate in [wanted, max(wanted, floor)] where candidate < current {
-            if setpriority(__priority_which_t(PRIO_PROCESS.rawValue), tid, candidate) == 0 {
+            if ThreadPriority.setNice(candidate, thread: tid) {
                 logger.debug("watchdog thread priority raised", metadata: ["nice": "\(candidate)"])
                 return candidate
             }

@@ -2,6 +2,8 @@
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Everything the watchdog policy can be tuned by. Defaults are matrix's *(matrix)*.
