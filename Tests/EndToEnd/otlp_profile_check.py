@@ -18,17 +18,28 @@ from otlp_receiver import any_value, unknown_field_paths  # noqa: E402
 from opentelemetry.proto.collector.profiles.v1development import profiles_service_pb2  # noqa: E402
 
 
+def frame_key(address, name):
+    """A frame as both sides can name it: its address, with its function's name when it has one."""
+    return (address, name)
+
+
 def report_stacks(report):
-    """{(root, ..., leaf): samples} from a report's flat call tree (nodes after their parents)."""
+    """{(root, ..., leaf): samples} from a report's flat call tree (nodes after their parents);
+    frames keyed by address and symbol (an unnamed frame by its address: the profile names it
+    `module+offset`, which the report does not spell)."""
     nodes = report.get("callTree", [])
     paths, out = [], collections.Counter()
     for node in nodes:
         parent = node.get("parent", -1)
-        name = node.get("symbol") or ""
-        paths.append((paths[parent] if parent >= 0 else ()) + (name,))
+        key = frame_key(int(node["address"], 16), node.get("symbol") or None)
+        paths.append((paths[parent] if parent >= 0 else ()) + (key,))
         if node.get("selfCount", 0):
             out[paths[-1]] += node["selfCount"]
     return out
+
+
+def wanted_frames(want):
+    return {frame for path in want for frame in path}
 
 
 def check(data):
@@ -47,16 +58,23 @@ def check(data):
         got = collections.Counter()
         for sample in profile.samples:
             stack = d.stack_table[sample.stack_index]
-            names = []
+            keys = []
             for li in stack.location_indices:  # leaf first
                 location = d.location_table[li]
-                names.append(strings[d.function_table[location.lines[0].function_index].name_strindex])
-            got[tuple(reversed(names))] += sum(sample.values)
+                name = strings[d.function_table[location.lines[0].function_index].name_strindex]
+                keys.append((location.address, name))
+            got[tuple(reversed(keys))] += sum(sample.values)
             link = d.link_table[sample.link_index]
             want_trace = (report.get("request") or {}).get("traceID")
             if want_trace and link.trace_id.hex() != want_trace:
                 problems.append(f"{rid}: sample link trace {link.trace_id.hex()} != {want_trace}")
         want = report_stacks(report)
+        # An unnamed frame matches on its address alone.
+        wanted = wanted_frames(want)
+        named = collections.Counter()
+        for path, count in got.items():
+            named[tuple((a, n) if (a, n) in wanted else (a, None) for a, n in path)] += count
+        got = named
         if got != want:
             problems.append(f"{rid}: stacks differ: got {dict(got)}, want {dict(want)}")
         facts = dict(attrs[i] for i in profile.attribute_indices)
