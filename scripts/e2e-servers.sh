@@ -22,6 +22,11 @@ timeout 1500 python3 Tests/EndToEnd/attribution.py \
 timeout 900 python3 Tests/EndToEnd/attribution.py --kind sleep --rounds 10 \
   "hummingbird=Examples/HummingbirdServer/.build/debug/HummingbirdServer" \
   "vapor=Examples/VaporServer/.build/debug/VaporServer" || status=$?
+# OpenTelemetry: the Hummingbird example exporting OTLP/HTTP to a real receiver built on the official
+# opentelemetry-proto definitions (strict on unknown fields); per stall one log record at the stall
+# and one at its end on the stalled request's trace, and its span there (about 15 s).
+python3 Tests/EndToEnd/otlp_receiver.py --self-test || status=$?
+timeout 180 python3 Tests/EndToEnd/otel.py Examples/HummingbirdServer/.build/debug/HummingbirdServer || status=$?
 # The fault-injection matrix's short form, on the servers just built: it prints the table and its
 # goal verdicts; it fails on structural problems (a server that does not start, an injection route
 # that answers wrongly) and when a count goal misses (once, loop/job, function, cause), which a

@@ -34,6 +34,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# The OTLP receiver of the OpenTelemetry end-to-end test (Tests/EndToEnd/otlp_receiver.py): the
+# official OTLP definitions, from PyPI.
+python3 -c 'import opentelemetry.proto.logs.v1.logs_pb2' 2>/dev/null \
+  || python3 -m pip install --quiet --disable-pip-version-check 'opentelemetry-proto>=1.45,<2'
 command -v swift >/dev/null || { echo "install-deps: swift is not on PATH (expected the Swift 6.x toolchain)" >&2; exit 1; }
 # The kernel's tracepoints (tracefs), which the test that counts the sampled thread's system calls
 # reads; a fresh VM may not have it mounted. Without it that test is skipped and says why.

@@ -15,6 +15,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         // The in-memory tracer behind STALLWATCH_EXAMPLE_TRACER=memory (a test aid: ExampleTracer.swift).
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
+        // OpenTelemetry (logs, traces, metrics over OTLP/HTTP) when OTEL_EXPORTER_OTLP_ENDPOINT is set:
+        // only the example depends on it, so the library's own builds never compile it. The HTTP
+        // trait alone: the gRPC exporter's dependencies would double the build.
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         .executableTarget(
@@ -28,6 +32,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "OTel", package: "swift-otel"),
             ]
         ),
         // `bench server`'s "off" side: the same routes (symlinked sources), the same tracing

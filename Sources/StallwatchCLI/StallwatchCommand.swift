@@ -6,6 +6,6 @@ struct StallwatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stallwatch",
         abstract: "Stall detection for Linux Swift services.",
-        subcommands: [Demo.self, Show.self, List.self, Fold.self, Pprof.self, Flame.self]
+        subcommands: [Demo.self, Show.self, List.self, Fold.self, Pprof.self, OTLPProfile.self, Flame.self]
     )
 }

@@ -144,8 +144,8 @@ package enum PprofEncoder {
     }
 }
 
-/// profile.proto's string table: index 0 is the empty string, every string stored once.
-private struct StringTable {
+/// A profile's string table: each distinct string once, "" at index 0 (pprof and OTLP alike).
+struct StringTable {
     private(set) var strings: [String] = [""]
     private var indices: [String: Int64] = ["": 0]
 

@@ -1,6 +1,6 @@
 import StallwatchReport
-/// The protocol buffers wire format, for writing only: enough for `profile.proto` (varints,
-/// length-delimited fields, packed repeated integers). Hand-written so the package needs no
+/// The protocol buffers wire format, for writing only: enough for `profile.proto` and OTLP's
+/// profiles (varints, fixed64, length-delimited fields, packed repeated integers). Hand-written so the package needs no
 /// protobuf runtime; `Tests/StallwatchTests/PprofConsumerTests.swift` checks its output with
 /// `protoc --decode` against the canonical schema.
 package struct ProtobufWriter: Sendable {
@@ -46,6 +46,29 @@ package struct ProtobufWriter: Sendable {
         var inner = ProtobufWriter()
         for value in values { inner.varint(value) }
         lengthDelimited(field, inner.bytes)
+    }
+
+    /// A `bytes` field (left out when empty, as proto3 does).
+    package mutating func byteString(_ field: Int, _ value: [UInt8]) {
+        guard !value.isEmpty else { return }
+        lengthDelimited(field, value)
+    }
+
+    /// A `fixed64` field: eight bytes, little-endian (OTLP's `time_unix_nano`).
+    package mutating func fixed64(_ field: Int, _ value: UInt64) {
+        guard value != 0 else { return }
+        tag(field, wireType: 1)
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
+
+    /// Bytes already encoded as fields of this message (a message built apart, then placed).
+    package mutating func append(raw fields: [UInt8]) {
+        bytes.append(contentsOf: fields)
+    }
+
+    /// An embedded message written even when empty: a repeated table's placeholder keeps its index.
+    package mutating func emptyMessage(_ field: Int) {
+        lengthDelimited(field, [])
     }
 
     private mutating func lengthDelimited(_ field: Int, _ payload: [UInt8]) {

@@ -267,7 +267,7 @@ struct AttributionTests {
 
 /// The final pool-job stall reports stored in `directory`, waited for up to 10 s. Awaited, never
 /// blocking: a blocked test body would be a pool-job stall of its own.
-private func finalPoolJobReports(in directory: String) async throws -> [StallReport] {
+func finalPoolJobReports(in directory: String) async throws -> [StallReport] {
     func finalReports() -> [StallReport] {
         storedReports(directory).filter { $0.kind == .stall && $0.loopName == PoolJobWatcher.loopName && $0.durationIsFinal }
     }

@@ -68,8 +68,8 @@ struct BlockingLogHandlerTests {
         state.open()
         watchdog.stop()
         let written = state.written.withLock { $0 }
-        #expect(written.filter { $0 == "stall" }.count == 2, "\(written)")
-        #expect(written.filter { $0 == "stall ended" }.count == 2, "\(written)")
+        #expect(written.filter { $0.hasPrefix("blocked-log stalled ") }.count == 2, "\(written)")
+        #expect(written.filter { $0.hasPrefix("blocked-log stall ended after ") }.count == 2, "\(written)")
     }
 
     /// Lines posted just before `stop()` are written by it: none is left behind in the queue.
@@ -92,7 +92,8 @@ struct BlockingLogHandlerTests {
         #expect(eventually(timeout: .seconds(3)) { log.ended.count == 1 })
         watchdog.stop()
         let written = state.written.withLock { $0 }
-        #expect(written.contains("stall") && written.contains("stall ended"), "\(written)")
+        #expect(written.contains { $0.hasPrefix("flushed-log stalled ") }
+                && written.contains { $0.hasPrefix("flushed-log stall ended after ") }, "\(written)")
     }
 
     /// A handler blocked for good keeps at most ``WatchdogLogQueue/limit`` lines waiting; the rest

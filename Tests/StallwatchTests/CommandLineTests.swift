@@ -29,7 +29,7 @@ struct CommandLineTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let fifo = "\(dir)/fifo"
         #expect(mkfifo(fifo, 0o600) == 0)
-        for command in ["show", "pprof", "flame", "fold"] {
+        for command in ["show", "pprof", "otlp-profile", "flame", "fold"] {
             try expectOneLineFailure([command, fifo], mentioning: "is a FIFO, not a report file")
             try expectOneLineFailure([command, "/dev/null"], mentioning: "is a character device, not a report file")
             try expectOneLineFailure([command, dir], mentioning: "is a directory, not a report file")

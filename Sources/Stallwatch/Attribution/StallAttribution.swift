@@ -61,9 +61,37 @@ public struct StallAttribution: Sendable {
         return try $tag.withValue(tag, operation: operation)
     }
 
-    private static func begin(method: String, route: @escaping @Sendable () -> String, context: ServiceContext?) -> UInt64 {
+    /// The same, for a caller that holds the request's own span (a middleware that starts it): its
+    /// context names the request, and a stall of the request is also put on that span while it is
+    /// open — a `stallwatch.stall` event with the stall's attributes and `stallwatch.stalled` — as
+    /// no tracer hands a context's span out. The `stallwatch.stall` child span is made as well.
+    public static func serving<Result>(
+        method: String, route: @autoclosure @escaping @Sendable () -> String, span: any Span,
+        isolation: isolated (any Actor)? = #isolation,
+        _ operation: () async throws -> Result
+    ) async rethrows -> Result {
+        let tag = begin(method: method, route: route, context: span.context, span: span)
+        defer { registry.finish(tag) }
+        BlockedRequestTags.observeIfLearning()
+        return try await $tag.withValue(tag, operation: operation, isolation: isolation)
+    }
+
+    /// The same for synchronous work, with the request's own span.
+    public static func serving<Result>(
+        method: String, route: @autoclosure @escaping @Sendable () -> String, span: any Span,
+        _ operation: () throws -> Result
+    ) rethrows -> Result {
+        let tag = begin(method: method, route: route, context: span.context, span: span)
+        defer { registry.finish(tag) }
+        BlockedRequestTags.observeIfLearning()
+        return try $tag.withValue(tag, operation: operation)
+    }
+
+    private static func begin(method: String, route: @escaping @Sendable () -> String, context: ServiceContext?,
+                              span: (any Span)? = nil) -> UInt64 {
         installKey()
-        return registry.register(RequestEntry(method: method, route: route, context: context ?? ServiceContext.current))
+        return registry.register(RequestEntry(method: method, route: route, context: context ?? ServiceContext.current,
+                                              span: span))
     }
 
     /// Hands the task-local's key to the signal handler (once; the watchdog does it at start too,
@@ -83,6 +111,13 @@ public struct StallAttribution: Sendable {
         guard report.request != nil else { return }
         let entry = dominantTag(of: samples).flatMap { registry.lookup($0.tag) }
         spans.reported(report, entry: entry)
+    }
+
+    /// The context of the request `report` names (the one most of `samples` were taken in), for the
+    /// stall's log records; `nil` when it names none or the request is forgotten.
+    static func context(of report: StallReport, samples: some Collection<CapturedStack>) -> ServiceContext? {
+        guard report.request != nil, let (tag, _) = dominantTag(of: samples) else { return nil }
+        return registry.lookup(tag)?.context
     }
 
     // MARK: - the watchdog's side
@@ -112,6 +147,8 @@ struct RequestEntry: Sendable {
     var method: String
     var route: @Sendable () -> String
     var context: ServiceContext?
+    /// The request's own span, when the caller handed it over.
+    var span: (any Span)? = nil
 }
 
 /// Requests by tag: those in flight, and the last ``recentCapacity`` finished (a stall's final

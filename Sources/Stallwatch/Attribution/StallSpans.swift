@@ -30,8 +30,9 @@ final class StallSpans: Sendable {
                 "stallwatch.stall", context: context, ofKind: .internal,
                 at: UnixInstant(nanoseconds: report.startTimeUnixNanoseconds))
             span.attributes = Self.attributes(of: report)
-            span.addEvent(SpanEvent(name: "stallwatch.stall", attributes: Self.attributes(of: report)))
+            span.addEvent(SpanEvent(name: StallTelemetry.stallEvent, attributes: Self.attributes(of: report)))
             started = span
+            Self.mark(entry?.span, report, ended: false)
             open.withLock { spans in
                 spans.append((report.id, span))
                 if spans.count > Self.maxOpen { evicted = spans.removeFirst().span }
@@ -42,24 +43,33 @@ final class StallSpans: Sendable {
         open.withLock { spans in spans.removeAll { $0.id == report.id } }
         span.attributes = Self.attributes(of: report)
         if existing != nil {
-            span.addEvent(SpanEvent(name: "stallwatch.stall.ended", attributes: Self.attributes(of: report)))
+            span.addEvent(SpanEvent(name: StallTelemetry.endedEvent, attributes: Self.attributes(of: report)))
         }
+        Self.mark(entry?.span, report, ended: true)
         span.end(at: UnixInstant(nanoseconds: report.startTimeUnixNanoseconds &+ report.durationNanoseconds))
     }
 
-    static func attributes(of report: StallReport) -> SpanAttributes {
+    /// The request's own span, when its caller handed it over and it is still open: the stall's
+    /// event on it, and `stallwatch.stalled` with the report's id among its attributes.
+    private static func mark(_ requestSpan: (any Span)?, _ report: StallReport, ended: Bool) {
+        guard let requestSpan, requestSpan.isRecording else { return }
+        let attributes = Self.attributes(of: report, ended: ended)
+        requestSpan.addEvent(SpanEvent(name: ended ? StallTelemetry.endedEvent : StallTelemetry.stallEvent,
+                                       attributes: attributes))
+        requestSpan.attributes["stallwatch.stalled"] = true
+        requestSpan.attributes["stallwatch.report_id"] = report.id
+    }
+
+    /// The stall's attributes (``StallTelemetry``, as its log records carry them), numbers and
+    /// flags as such.
+    static func attributes(of report: StallReport, ended: Bool = false) -> SpanAttributes {
+        let facts = StallTelemetry(report, ended: ended)
         var a: SpanAttributes = [:]
-        a["stallwatch.report_id"] = report.id
-        a["stallwatch.duration_ms"] = report.durationNanoseconds / 1_000_000
-        a["stallwatch.final"] = report.durationIsFinal
-        a["stallwatch.loop"] = report.loopName ?? ""
-        a["stallwatch.cause"] = report.cause?.kind.rawValue ?? ""
-        let blamed = report.blamedSummary(frames: 1)
-        if !blamed.isEmpty { a["stallwatch.blamed"] = blamed }
-        if let request = report.request {
-            a["http.request.method"] = request.method
-            a["http.route"] = request.route
-        }
+        for (key, value) in facts.attributes where key != "event.name" { a[key] = value }
+        a["stallwatch.duration_ms"] = facts.durationMilliseconds
+        a["stallwatch.final"] = facts.final
+        a["stallwatch.truncated"] = facts.truncated
+        if let id = facts.threadID { a["thread.id"] = Int(id) }
         return a
     }
 }

@@ -8,6 +8,7 @@ import Darwin
 #endif
 import StallwatchPolicy
 import StallwatchReport
+import Tracing
 
 /// One loop per round: the detector's verdict, sampling, evidence, and the one report of each stall
 /// episode. The detector owns the episode (its start, rounds, deadlines and report); this gathers
@@ -275,7 +276,7 @@ extension WatchdogEngine {
         if case .ping(let probe) = m.source { report.poolJobs = poolJobStacks(for: probe) }
         m.detector.record(report: report)
         m.reportedSignature = signature
-        deliver(report)
+        deliver(report, request: StallAttribution.context(of: report, samples: m.samples))
         StallAttribution.reported(report, samples: m.samples)
     }
 
@@ -374,10 +375,6 @@ extension WatchdogEngine {
     private func finish(_ m: LoopMonitor, _ episode: StallEpisode, duration: Duration) {
         guard let report = episode.report else { return }
         emit(.stallEnded(loop: m.source.name, thread: report.thread.map { ThreadID(rawValue: $0.id) }, duration: duration))
-        // Strings passed as they are, the duration as itself (the handler asks its description, as
-        // an interpolation would, and copies nothing more): same output.
-        logger.info("stall ended", metadata: ["loop": .string(m.source.name), "duration": .stringConvertible(duration),
-                                              "id": .string(report.id)])
         var cause = cause(of: m)
         // Still no stack at the end: the final report says why, as the first one did (whose "the
         // final report holds the samples" would stand otherwise).
@@ -397,6 +394,8 @@ extension WatchdogEngine {
             final.sampling = facts
         }
         writer?.submit(final)
+        // The end's record carries the final facts (duration, cause, stack) of the report on disk.
+        logger.log(StallLogRecord(report: final, ended: true, context: StallAttribution.context(of: final, samples: m.samples)))
         StallAttribution.reported(final, samples: m.samples)
     }
 
@@ -436,17 +435,15 @@ extension WatchdogEngine {
         return facts
     }
 
-    func deliver(_ report: StallReport) {
+    /// Hands a new report to the writer, the event sinks and the log; `request` is the context of
+    /// the request it stalled, for its log record.
+    func deliver(_ report: StallReport, request: ServiceContext? = nil) {
         writer?.submit(report)
-        let top = report.blamedStack.isEmpty ? "?" : report.blamedSummary(frames: 1)
         if report.kind == .stall {
             // The event first: a log line written to a slow stream must not delay it.
             emit(.stall(report))
-            // Strings passed as they are, the duration as itself (see `finish`): same output.
-            logger.warning("stall", metadata: [
-                "loop": .string(report.loopName ?? "?"), "cause": .string(report.cause?.kind.rawValue ?? "?"),
-                "duration": .stringConvertible(report.duration), "blamed": .string(top), "id": .string(report.id),
-            ])
+            // Made and written on the log queue, in the request's context (StallLogRecord).
+            logger.log(StallLogRecord(report: report, ended: false, context: request))
         } else {
             logger.warning("high CPU", metadata: ["kind": "\(report.kind.rawValue)", "id": "\(report.id)"])
             emit(.cpu(report))

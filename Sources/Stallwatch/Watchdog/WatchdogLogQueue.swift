@@ -15,8 +15,21 @@ final class WatchdogLogQueue: Sendable {
     /// many once the handler keeps up again): a handler blocked for good must not grow memory.
     static let limit = 1024
 
+    /// A line as posted: made already, or a stall's record, made on the queue (see ``StallLogRecord``).
+    enum Line: Sendable {
+        case made(LogEvent)
+        case stall(StallLogRecord)
+
+        func write(to handler: any LogHandler) {
+            switch self {
+            case .made(let event): handler.log(event: event)
+            case .stall(let record): record.write(to: handler)
+            }
+        }
+    }
+
     private struct Pending {
-        var lines: [(event: LogEvent, handler: any LogHandler)] = []
+        var lines: [(line: Line, handler: any LogHandler)] = []
         var dropped = 0
     }
 
@@ -42,21 +55,26 @@ final class WatchdogLogQueue: Sendable {
 
     /// Queues `event` for `handler`; returns at once.
     func post(_ event: LogEvent, to handler: any LogHandler) {
+        post(.made(event), to: handler)
+    }
+
+    /// Queues `line` for `handler`; returns at once.
+    func post(_ line: Line, to handler: any LogHandler) {
         pending.withLock { p in
-            if p.lines.count < Self.limit { p.lines.append((event, handler)) } else { p.dropped += 1 }
+            if p.lines.count < Self.limit { p.lines.append((line, handler)) } else { p.dropped += 1 }
         }
         wakeup.signal()
     }
 
     /// Calls the handler for every line posted so far, in order. Runs on `queue` (or in deinit).
     private func writePending() {
-        let (batch, dropped) = pending.withLock { p -> ([(event: LogEvent, handler: any LogHandler)], Int) in
+        let (batch, dropped) = pending.withLock { p -> ([(line: Line, handler: any LogHandler)], Int) in
             let taken = (p.lines, p.dropped)
             p.lines.removeAll(keepingCapacity: true)
             p.dropped = 0
             return taken
         }
-        for line in batch { line.handler.log(event: line.event) }
+        for entry in batch { entry.line.write(to: entry.handler) }
         if dropped > 0, let last = batch.last {
             last.handler.log(event: LogEvent(
                 level: .error,
@@ -105,6 +123,17 @@ struct QueuedLogHandler: LogHandler {
 }
 
 extension Logger {
+    /// Logs a stall's record: posted to the queue when this logger writes through one (made and
+    /// written there), else made and written here. Nothing when the level leaves warnings out.
+    func log(_ record: StallLogRecord) {
+        guard logLevel <= StallLogRecord.level else { return }
+        if let queued = handler as? QueuedLogHandler {
+            queued.queue.post(.stall(record), to: queued.wrapped)
+        } else {
+            record.write(to: handler)
+        }
+    }
+
     /// This logger with its lines written from `queue` (see ``WatchdogLogQueue``).
     func writing(through queue: WatchdogLogQueue) -> Logger {
         var logger = self

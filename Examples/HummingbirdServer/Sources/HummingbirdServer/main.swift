@@ -13,14 +13,21 @@ import StallwatchNIO
 let environment = ProcessInfo.processInfo.environment
 let port = Int(environment["PORT"] ?? "") ?? 8080
 let thresholdMilliseconds = Int(environment["STALLWATCH_THRESHOLD_MS"] ?? "") ?? 500
+// OpenTelemetry's logs, traces and metrics when OTEL_EXPORTER_OTLP_ENDPOINT is set, before any
+// Logger is made (OpenTelemetry.swift); a service without swift-otel compiles the `#else`.
+#if canImport(OTel)
+let openTelemetry = try OpenTelemetry.bootstrapIfAsked(environment)
+#else
+let openTelemetry: (any Service)? = nil
+#endif
 let logger = Logger(label: "hummingbird-server")
 
 // The application picks the metrics backend; Stallwatch's metrics go wherever it points.
 let registry = PrometheusCollectorRegistry()
-MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+if openTelemetry == nil { MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry)) }
 
 let router = Router()
-ExampleTracer.bootstrapIfAsked(environment)?.addRoutes(to: router)   // test aid, not for services
+if openTelemetry == nil { ExampleTracer.bootstrapIfAsked(environment)?.addRoutes(to: router) }   // test aid
 router.add(middleware: TracingMiddleware())            // a span (ServiceContext) per request
 router.add(middleware: StallAttributionMiddleware())   // stall reports name the request and its trace
 router.get("/metrics") { _, _ in registry.emitToString() }
@@ -59,7 +66,8 @@ let ingest = Task { await runIngestLoop(jobs, watchdog: watchdog) }
 let stallEvents = Task { await followStallEvents(of: watchdog) }   // StallEvents.swift
 
 let services = ServiceGroup(configuration: .init(
-    services: [app, watchdog],
+    // Stopped in reverse order: the exporter last, so it sends the watchdog's last lines.
+    services: (openTelemetry.map { [$0] } ?? []) + [app, watchdog],
     gracefulShutdownSignals: [.sigterm, .sigint],
     logger: logger))
 try await services.run()   // until SIGTERM/SIGINT: then the watchdog stops and flushes its reports
