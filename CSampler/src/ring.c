@@ -70,6 +70,10 @@ void sw_ring_on_signal(uint64_t cookie, const void *ucv) {
     atomic_thread_fence(memory_order_release);
     int64_t t0 = sw_now_ns();
     sw_capture_fill_nosys(&e->stack, ucv, r->max_frames, &r->bounds);
+    // A ring's first sample names the task its thread runs; the others do not: in every sample
+    // the runtime's cold code and the task's lines cost ~1-2 us (bench sampler, 5-deep chain:
+    // handler p50 2.2-2.7x the same stack without the chain, against 1.3-1.7x without the read).
+    if (n == 0 && e->stack.async_end != SW_ASYNC_NONE) sw_task_identity_read(&e->stack);
     e->stack.tid = r->tid;
     e->stack.taken_at_ns = (uint64_t)t0;
     e->stack.handler_ns = (uint64_t)(sw_now_ns() - t0);

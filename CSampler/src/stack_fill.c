@@ -173,10 +173,8 @@ SW_RAW_STACK_READER void sw_capture_fill(sw_stack_t *st, const void *ucv, sw_unw
     }
     if (unwinder != SW_UNWIND_FRAME_POINTER) return;
     fill_walk(st, uc, max_frames, end, bounds);
-    // The walk met the job runner: the thread runs a task, named here where it is current. On
-    // the request path only (a stall's captures and the pool's looks): in the timer ring's
-    // handler the runtime's cold code and the task's lines cost ~1-2 µs a sample (bench sampler,
-    // 5-deep chain: handler p50 2.2-2.7x the same stack without the chain, against 1.3-1.7x).
+    // The walk met the job runner: the thread runs a task, named here where it is current (the
+    // timer ring names it in its first sample only: see sw_ring_on_signal).
     if (st->async_end != SW_ASYNC_NONE) sw_task_identity_read(st);
 }
 

@@ -40,7 +40,7 @@ struct Show: ParsableCommand {
         let truncated = r.truncatedSampleCount > 0 ? "; \(r.truncatedSampleCount) with outer frames missing\(Self.stackEndsText(r.stackEnds))" : ""
         if let few = r.sampling?.fewSamplesReason { lines.append("few samples: \(safe(few))") }
         if let t = r.task {
-            lines.append("task: id \(t.id), priority \(t.priorityName) (\(t.sampleCount) of \(r.sampleCount) samples)")
+            lines.append("task: id \(t.id), priority \(t.priorityName)")
         }
         if let why = r.asyncCallersMissing { lines.append("async callers not shown: \(safe(why))") }
         let marks = r.blamedStack.contains { $0.isAsync == true } ? "; [async] = an async function: below it, its callers from the task's async contexts" : ""

@@ -332,6 +332,19 @@ struct AsyncChainTests {
             seen.append(task.id)
         }
         #expect(Set(seen).count == 2, "two tasks, two ids: \(seen)")
+        // A sampling ring names the task in its first sample only (the read costs a sample ~1-2 µs).
+        let ring = try SamplingRing(sampler: sampler, thread: ThreadID(rawValue: a.thread.load(ordering: .acquiring)),
+                                    interval: .milliseconds(4), capacity: 64)
+        var ringSamples: [CapturedStack] = []
+        let ringDeadline = ContinuousClock.now + .seconds(20)
+        while ringSamples.count < 3 && ContinuousClock.now < ringDeadline {
+            try await Task.sleep(for: .milliseconds(20))
+            ringSamples += ring.drain()
+        }
+        ring.stop()
+        try #require(ringSamples.count >= 3, "\(ringSamples.count) ring samples")
+        #expect(ringSamples[0].task?.id == seen[0], "first ring sample: \(String(describing: ringSamples[0].task))")
+        #expect(ringSamples.dropFirst().allSatisfy { $0.task == nil })
         a.stop.store(true, ordering: .releasing)
         b.stop.store(true, ordering: .releasing)
         _ = await (ta.value, tb.value)

@@ -1,6 +1,6 @@
 /// The Swift task a stalled pool job ran, read by the signal handler on the stalled thread while
-/// the task was running there (in the watchdog's captures; the periodic samples leave it out, as
-/// it would double their cost).
+/// the task was running there (in the watchdog's captures and a sampling ring's first sample; the
+/// other periodic samples leave it out, as it would double their cost).
 ///
 /// The name a task was given with `Task(name:)` is not in it: the runtime reads a name under the
 /// task's status lock, which a signal handler may not take.
@@ -10,7 +10,8 @@ public struct ReportTask: Equatable, Sendable, Codable {
     /// The task's priority when it was sampled, as `TaskPriority.rawValue` (25 high, 21 medium,
     /// 17 low, 9 background); escalation shows here.
     public var priority: UInt8
-    /// How many of the report's samples ran this task.
+    /// How many of the report's samples read this task: a sampling ring reads it in its first
+    /// sample only, the watchdog's own captures in each, so this is not how long the task ran.
     public var sampleCount: Int
 
     /// A task as sampled.
