@@ -44,7 +44,12 @@ package enum AsyncChainLayout {
     /// why it failed, once.
     package static func learnInBackground(onFailure: @escaping @Sendable (String) -> Void) {
         guard !started.exchange(true, ordering: .relaxed) else { return }
-        let executor = ProbeThreadExecutor(name: "sw-async-probe")
+        let executor: ProbeThreadExecutor
+        do {
+            executor = try ProbeThreadExecutor(name: "sw-async-probe")
+        } catch {
+            return onFailure("the probe's thread could not be started (error \(error.code))")
+        }
         Task(executorPreference: executor) {
             defer { executor.close() }
             if case .failed(let why) = await learn() { onFailure(why) }

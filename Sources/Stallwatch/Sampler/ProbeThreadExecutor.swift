@@ -1,4 +1,5 @@
-import Foundation
+import CSampler
+import Dispatch
 import Synchronization
 
 /// Runs the async-chain probe's jobs on a thread of Stallwatch's own, never on the service's
@@ -11,11 +12,15 @@ final class ProbeThreadExecutor: TaskExecutor {
     private let ready = DispatchSemaphore(value: 0)
     private let closed = Atomic<Bool>(false)
 
-    /// Starts the thread, named `name`; it ends after `close()` once its queue is empty.
-    init(name: String) {
-        let thread = Thread { [self] in self.run() }
-        thread.name = name
-        thread.start()
+    /// Starts the thread, with `name` as its kernel name (a thread created by a pool worker would
+    /// otherwise keep the worker's `…-qos` name, which the pool watcher goes by); it ends after
+    /// `close()` once its queue is empty.
+    init(name: String) throws(PlatformThread.StartFailure) {
+        let thread = try PlatformThread.start { [self] in
+            _ = sw_thread_set_name(name)
+            run()
+        }
+        thread.detach()
     }
 
     func enqueue(_ job: consuming ExecutorJob) {

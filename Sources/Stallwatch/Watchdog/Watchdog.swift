@@ -174,7 +174,11 @@ public final class Watchdog: Sendable {
         // stacks are sampled at all (elsewhere the start message says what is missing).
         if SamplingSupport.isAvailable { learnAsyncChains() }
         if !Self.symbolsPreloaded.exchange(true, ordering: .relaxed) {
-            Symbolizer.shared.preloadInBackground()
+            do {
+                try Symbolizer.shared.preloadInBackground()
+            } catch {
+                logger.notice("symbols are read when first needed", metadata: ["reason": "no thread to preload them (error \(error.code))"])
+            }
         }
     }
 
