@@ -333,8 +333,9 @@ struct AsyncChainTests {
         }
         #expect(Set(seen).count == 2, "two tasks, two ids: \(seen)")
         // A sampling ring names the task in its first sample only (the read costs a sample ~1-2 µs).
+        // 1024 entries: 4 s of the fixture's CPU before the first sample could be overwritten.
         let ring = try SamplingRing(sampler: sampler, thread: ThreadID(rawValue: a.thread.load(ordering: .acquiring)),
-                                    interval: .milliseconds(4), capacity: 64)
+                                    interval: .milliseconds(4), capacity: 1024)
         var ringSamples: [CapturedStack] = []
         let ringDeadline = ContinuousClock.now + .seconds(20)
         while ringSamples.count < 3 && ContinuousClock.now < ringDeadline {

@@ -21,8 +21,8 @@ public struct ReportTask: Equatable, Sendable, Codable {
         self.sampleCount = sampleCount
     }
 
-    /// The priority's name as Swift spells it (`high`, `medium`, `low`, `background`,
-    /// `userInitiated`, `utility`), or its raw value.
+    /// The priority's name as Swift spells it (`high`, `medium`, `low`, `background`; the same
+    /// values as `userInitiated`, `utility` and the rest), or its raw value.
     public var priorityName: String {
         switch priority {
         case 25: return "high"
