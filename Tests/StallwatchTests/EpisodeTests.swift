@@ -28,12 +28,15 @@ final class StallTiming: Sendable {
 }
 
 /// Reads back every stored report of `directory`.
+/// The report files a store keeps in `directory`, as the store itself lists them: a writer's
+/// temporary file (named `.sw-tmp-…json` while it is synced, before the rename) is not one, and a
+/// test that counted it saw a report twice, once with its old content.
+func storedReportPaths(_ directory: String) -> [String] {
+    ((try? ReportStore(directory: directory).storedReports()) ?? []).map(\.path)
+}
+
 func storedReports(_ directory: String) -> [StallReport] {
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-    return names.filter { $0.hasSuffix(".json") }.compactMap { name in
-        (try? Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))
-            .flatMap { try? JSONDecoder().decode(StallReport.self, from: $0) }
-    }
+    storedReportPaths(directory).compactMap { try? ReportFileReader.read($0) }
 }
 
 func temporaryDirectory(_ name: String) -> String {

@@ -23,10 +23,7 @@ struct HostAdversityTests {
     }
 
     static func storedStalls(_ path: String) -> [StallReport] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".json") }
-            .compactMap { try? Data(contentsOf: URL(fileURLWithPath: path + "/" + $0)) }
-            .compactMap { try? JSONDecoder().decode(StallReport.self, from: $0) }
-            .filter { $0.kind == .stall }
+        storedReports(path).filter { $0.kind == .stall }
     }
 
     static func residentKiB() -> Int {
@@ -314,7 +311,7 @@ struct HostAdversityTests {
         watchdog.stop()   // flushes the writer: no report half-written while the files are counted
         let stalls = log.allStalls.count
         let filtered = log.events.withLock { $0.filter { $0.kind == .filtered }.count }
-        func kept() -> Int { ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasSuffix(".json") }.count }
+        func kept() -> Int { storedReportPaths(dir).count }
         // stop() waits at most 5 s for the writer; on a loaded machine a write may still be in flight
         // (its file renamed in, the oldest not yet evicted): a transient 51, never a lasting one.
         _ = eventually(timeout: .seconds(10)) { kept() <= 50 }
