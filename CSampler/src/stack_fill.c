@@ -49,6 +49,7 @@ enum { FILL_DONE = 0, FILL_WALK = 1, FILL_ASK_KERNEL = 2 };
 SW_RAW_STACK_READER static int fill_prologue(sw_stack_t *st, const ucontext_t *uc, sw_unwinder_t unwinder,
                                              sw_stack_bounds_t *bounds, uint64_t *hi_out, uint64_t *end) {
     uint64_t pc = sw_arch_pc(uc), sp = sw_arch_sp(uc);
+    if (bounds != NULL && unwinder != SW_UNWIND_NONE) sw_async_hint_prefetch(&bounds->async);
     st->frames[0] = pc;
     st->count = 1;
     st->sp = sp;

@@ -81,6 +81,8 @@ SW_RAW_STACK_READER static inline void SW_ASYNC_CHAIN_NAME(uint64_t ctx, const s
         ohi = hint->code_hi;
     }
     SW_ASYNC_PREFETCH(ctx);
+    uint64_t parents[SW_ASYNC_HINT_CONTEXTS];
+    uint32_t parent_count = 0;
     uint8_t end = SW_ASYNC_WHOLE;
     for (uint32_t k = 0; ctx != 0; k++) {
         if (k >= SW_ASYNC_MAX_FRAMES || n + 1 >= cap) {
@@ -100,8 +102,17 @@ SW_RAW_STACK_READER static inline void SW_ASYNC_CHAIN_NAME(uint64_t ctx, const s
         }
         out[n++] = resume + 1;
         ctx = w[0];
+        if (ctx != 0 && parent_count < SW_ASYNC_HINT_CONTEXTS) parents[parent_count++] = ctx;
     }
-    if (hint != NULL && mem->root_gen != 0 && hhi > hlo) *hint = (sw_async_hint_t){mem->root_gen, hlo, hhi, olo, ohi};
+    if (hint != NULL && mem->root_gen != 0 && hhi > hlo) {
+        hint->gen = mem->root_gen;
+        hint->lo = hlo;
+        hint->hi = hhi;
+        hint->code_lo = olo;
+        hint->code_hi = ohi;
+        for (uint32_t i = 0; i < parent_count; i++) hint->parents[i] = parents[i];
+        hint->parent_count = parent_count;
+    }
     if (end == SW_ASYNC_BAD_RESUME && n == at) {
         // Not even the first link held code: whatever sat below the record was no context.
         res->async_end = end;
