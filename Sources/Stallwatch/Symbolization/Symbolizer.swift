@@ -33,8 +33,8 @@ package final class Symbolizer: Sendable {
     /// Retried after `retryAfter`.
     private let failures = Mutex<[String: MonotonicInstant]>([:])
     private let retryAfter: Duration
-    /// Addresses asked for (``symbolize(_:)`` and ``functionAddress(_:)``, cached or not): lets a
-    /// test see that a report resolves each distinct frame address once.
+    /// Addresses asked for (``symbolize(_:)``, cached or not): lets a test see that a report
+    /// resolves each distinct frame address once.
     private let lookupCount = Atomic<Int>(0)
 
     /// Where the kernel mapped the vDSO (0 when it did not).
@@ -63,14 +63,6 @@ package final class Symbolizer: Sendable {
             c[address] = frame
         }
         return frame
-    }
-
-    /// The start of the function holding `address` (``SymbolizedFrame/functionAddress``): from the
-    /// cache when the address was resolved before, copying no names.
-    package func functionAddress(_ address: UInt) -> UInt? {
-        lookupCount.add(1, ordering: .relaxed)
-        if let hit = cache.withLock({ $0[address].map(\.functionAddress) }) { return hit }
-        return symbolize(address).functionAddress
     }
 
     /// The path of the module holding `address`, without reading any symbol table (the loader's
