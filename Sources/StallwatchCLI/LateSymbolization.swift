@@ -22,10 +22,11 @@ enum LateSymbolization {
             guard let module = f.module, let id = f.buildID, let offset = f.moduleOffset?.value,
                   let table = symbols(module, id) else { continue }
             // The offset is from the module's lowest mapping, which sits at the file's lowest load
-            // address. A blamed frame's address is its function's start where it was known; a raw
-            // return address points after its call, which is one byte before.
+            // address. A blamed frame's address is its function's start where it was known, looked
+            // up as it is; else a raw frame address, looked up where ``ReturnAddress`` says.
             let at = offset &+ table.primary.lowestLoadAddress
-            let hit = table.lookup(fileAddress: at) ?? (i > 0 && at > 0 ? table.lookup(fileAddress: at - 1) : nil)
+            let inside = ReturnAddress.lookup(at, innermost: i == 0)
+            let hit = table.lookup(fileAddress: at) ?? (inside != at ? table.lookup(fileAddress: inside) : nil)
             if let hit {
                 let (symbol, isAsync) = AsyncFunctionName.clean(Demangler.demangle(hit.name))
                 r.blamedStack[i].symbol = symbol

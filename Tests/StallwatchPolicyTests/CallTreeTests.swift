@@ -14,8 +14,10 @@ import Testing
             .init(frame: 1, count: 4), .init(frame: 2, count: 3), .init(frame: 3, count: 2),
         ])
         #expect(tree.selfCounts == [3: 2, 4: 1, 5: 1])
-        #expect(tree.roots.count == 1)
-        #expect(tree.roots[0].children.map(\.frame) == [2, 5])
+        var walked = tree
+        let nodes = ReportCallTreeNode.flatten(&walked, frames: FrameTable())
+        #expect(nodes.filter { $0.parent == -1 }.count == 1)
+        #expect(nodes.filter { $0.parent == 0 }.map(\.address.value) == [2, 5])
     }
 
     @Test func tieGoesToTheMostRecentSample() {

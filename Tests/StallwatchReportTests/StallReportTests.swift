@@ -59,9 +59,10 @@ import Testing
     func deepTree() throws {
         let depth = 2000
         let frames = (0..<depth).map { UInt64(0x1000 + $0 * 16) }
-        let tree = CallTree(samples: [StackSample(frames: frames.map { FrameKey(pc: $0, functionStart: $0) }),
+        var tree = CallTree(samples: [StackSample(frames: frames.map { FrameKey(pc: $0, functionStart: $0) }),
                                       StackSample(frames: frames.map { FrameKey(pc: $0, functionStart: $0) })])
-        let nodes = ReportCallTreeNode.flatten(tree) { SymbolInfo(symbol: "f\($0.address)") }
+        let names = FrameTable(describing: tree) { SymbolInfo(symbol: "f\($0.address)") }
+        let nodes = ReportCallTreeNode.flatten(&tree, frames: names)
         #expect(nodes.count == depth)
         let report = StallReport(kind: .stall, id: "deep", startTimeUnixNanoseconds: 0, duration: .seconds(1),
                                  durationIsFinal: true, sampleCount: 2, callTree: nodes, threadCount: 1,

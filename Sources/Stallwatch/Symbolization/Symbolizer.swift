@@ -6,6 +6,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import StallwatchPolicy
 import Synchronization
 
 /// Resolves raw addresses to modules and function names, off the hot path.
@@ -32,6 +33,9 @@ package final class Symbolizer: Sendable {
     /// Retried after `retryAfter`.
     private let failures = Mutex<[String: MonotonicInstant]>([:])
     private let retryAfter: Duration
+    /// Addresses asked for (``symbolize(_:)``, cached or not): lets a test see that a report
+    /// resolves each distinct frame address once.
+    private let lookupCount = Atomic<Int>(0)
 
     /// Where the kernel mapped the vDSO (0 when it did not).
     private static let vdsoBase = UInt(sw_vdso_base())
@@ -48,6 +52,7 @@ package final class Symbolizer: Sendable {
 
     /// Resolves one address.
     package func symbolize(_ address: UInt) -> SymbolizedFrame {
+        lookupCount.add(1, ordering: .relaxed)
         if let hit = cache.withLock({ $0[address] }) { return hit }
         let (frame, complete) = resolve(address)
         // A frame named without its module's table (it could not be read just now) is not kept:
@@ -60,13 +65,6 @@ package final class Symbolizer: Sendable {
         return frame
     }
 
-    /// The start of the function holding `address` (``SymbolizedFrame/functionAddress``): from the
-    /// cache when the address was resolved before, copying no names.
-    package func functionAddress(_ address: UInt) -> UInt? {
-        if let hit = cache.withLock({ $0[address].map(\.functionAddress) }) { return hit }
-        return symbolize(address).functionAddress
-    }
-
     /// The path of the module holding `address`, without reading any symbol table (the loader's
     /// own list): for the watchdog's scans, which ask only whether a frame lies in libdispatch.
     package func modulePath(of address: UInt) -> String? {
@@ -76,21 +74,27 @@ package final class Symbolizer: Sendable {
         return modulePath(name, base: UInt(info.module_base))
     }
 
-    /// Resolves every frame of a stack. Return addresses (all frames but the first) are looked up at
-    /// `address - 1`, inside the call instruction, so a call that ends a function still resolves to it;
-    /// an async frame (``CapturedStack/asyncFrames``), stored as its resume function's entry + 1,
-    /// resolves to that function the same way.
+    /// How many addresses were asked for since this symbolizer was made.
+    var lookups: Int { lookupCount.load(ordering: .relaxed) }
+
+    /// Resolves the frame at `address` of a stack, `innermost` for its first frame: looked up where
+    /// ``ReturnAddress`` says, the result's address and offsets then given for `address` itself.
+    package func symbolize(_ address: UInt, innermost: Bool) -> SymbolizedFrame {
+        let at = ReturnAddress.lookup(address, innermost: innermost)
+        var f = symbolize(at)
+        guard at != address else { return f }
+        f.address = address
+        f.symbolOffset = f.symbolOffset.map { $0 &+ (address &- at) }
+        f.moduleOffset = f.moduleOffset.map { $0 &+ (address &- at) }
+        return f
+    }
+
+    /// Resolves every frame of a stack (``symbolize(_:innermost:)``: an async frame, see
+    /// ``CapturedStack/asyncFrames``, resolves to its resume function as a return address does).
     /// Afterwards the symbol files' pages the lookups read are handed back (``releaseMappedPages()``).
     package func symbolize(_ stack: CapturedStack) -> [SymbolizedFrame] {
         defer { releaseMappedPages() }
-        return stack.frames.enumerated().map { i, a in
-            if i == 0 || a == 0 { return symbolize(a) }
-            var f = symbolize(a - 1)
-            f.address = a
-            f.symbolOffset = f.symbolOffset.map { $0 + 1 }
-            f.moduleOffset = f.moduleOffset.map { $0 + 1 }
-            return f
-        }
+        return stack.frames.enumerated().map { i, a in symbolize(a, innermost: i == 0) }
     }
 
     /// Hands back the resident pages of the mapped symbol files that lookups read since the last

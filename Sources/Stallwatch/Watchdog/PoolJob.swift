@@ -1,4 +1,5 @@
 import CSampler
+import StallwatchPolicy
 
 /// Which job a Swift concurrency pool thread is running, told from its stack alone.
 ///
@@ -67,7 +68,8 @@ struct SwiftJobFrames {
             return nil
         }
         // frames[i - 1] returns into the runtime's job runner; the frame inside it is the job's own.
-        let inner = i >= 2 ? functionStart(frames[i - 2] &- 1) : functionStart(frames[0])
+        let own = max(i - 2, 0)
+        let inner = functionStart(ReturnAddress.lookup(frames[own], innermost: own == 0))
         return PoolJob(rootFunction: inner, outerFrames: Array(frames[i...]), request: stack.requestTag)
     }
 }

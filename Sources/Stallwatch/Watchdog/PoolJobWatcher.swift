@@ -183,7 +183,9 @@ final class PoolJobWatcher {
 
     /// Why a blocked worker's stack tells no job: where and why its walk ended.
     private func cutWhy(_ stack: CapturedStack) -> String {
-        let last = stack.frames.last.map { symbolizer.symbolize($0 == 0 ? $0 : $0 - 1).symbol ?? "0x\(String($0, radix: 16))" } ?? "?"
+        let last = stack.frames.last.map {
+            symbolizer.symbolize($0, innermost: stack.frames.count == 1).symbol ?? "0x\(String($0, radix: 16))"
+        } ?? "?"
         return "its stack ends before the job runner (swift_job_run), at \(last) (\(stack.walkEnd?.name ?? "cut"))"
     }
 

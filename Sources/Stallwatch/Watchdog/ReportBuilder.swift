@@ -38,22 +38,56 @@ struct ReportBuilder {
         return stackSample(identity)
     }
 
-    /// ``stackSample(_:)``'s keys (`identity`: ``identitySample(_:)``'s) into `keys`, reading only
-    /// the symbolizer's cache once a function is known: nothing is allocated for a known stack.
+    /// ``stackSample(_:)``'s keys (`identity`: ``identitySample(_:)``'s) into `keys`, each distinct
+    /// address looked up once per tree (``key(of:innermost:)``): nothing is allocated for a known
+    /// stack.
     func functionKeys(of stack: CapturedStack, identity: Bool, into keys: inout [FrameKey]) {
         keys.removeAll(keepingCapacity: true)
         let frames = identity ? stack.identityFrameSlice : stack.frames[...]
-        // As `Symbolizer.symbolize(_:)`: return addresses (all but the first) are looked up inside the call.
         for (i, a) in frames.prefix(configuration.maxFrames).enumerated() {
-            let start = symbolizer.functionAddress(i == 0 || a == 0 ? a : a - 1)
-            keys.append(FrameKey(pc: UInt64(a), functionStart: start.map(UInt64.init)))
+            keys.append(key(of: a, innermost: i == 0))
         }
     }
 
-    /// The call tree of `samples` into `scratch.tree` (emptied first), by ``stackSample(_:)``'s
-    /// keys, or ``identitySample(_:)``'s with `identity`.
-    func buildTree(of samples: some Collection<CapturedStack>, identity: Bool = false) {
+    /// The function key of the frame at `address` (`innermost`: its stack's first frame). The
+    /// address is looked up where ``ReturnAddress`` says, once per tree: the frame found is kept in
+    /// `scratch.resolved`, and what the report says of its key in `scratch.frames`, so that the
+    /// tree's nodes and blamed stack need no second lookup.
+    private func key(of address: UInt, innermost: Bool) -> FrameKey {
+        let at = ReturnAddress.lookup(address, innermost: innermost)
+        let frame: SymbolizedFrame
+        if let known = scratch.resolved[at] {
+            frame = known
+        } else {
+            frame = symbolizer.symbolize(at)
+            scratch.resolved[at] = frame
+        }
+        let key = FrameKey(pc: UInt64(address), functionStart: frame.functionAddress.map(UInt64.init))
+        if !scratch.frames.contains(key) { scratch.frames[key] = Self.info(of: key, from: frame, lookedUpAt: at) }
+        return key
+    }
+
+    /// What a report says of `key` (its function's start, or the frame's own address when the
+    /// function is unknown), from `frame`, looked up at `at` in the same function: the same names,
+    /// the module offset moved from `at` to the key, as a lookup at the key itself gives it.
+    static func info(of key: FrameKey, from frame: SymbolizedFrame, lookedUpAt at: UInt) -> SymbolInfo {
+        var info = frame.info
+        let shift = key.address &- UInt64(at)
+        info.moduleOffset = frame.moduleOffset.map { ReportAddress(UInt64($0) &+ shift) }
+        return info
+    }
+
+    /// Empties `scratch.tree` and what was resolved for the tree before.
+    private func startTree() {
         scratch.tree.removeAll()
+        scratch.resolved.removeAll(keepingCapacity: true)
+        scratch.frames.removeAll()
+    }
+
+    /// The call tree of `samples` into `scratch.tree` (emptied first), by ``stackSample(_:)``'s
+    /// keys, or ``identitySample(_:)``'s with `identity`; its frames named in `scratch.frames`.
+    func buildTree(of samples: some Collection<CapturedStack>, identity: Bool = false) {
+        startTree()
         for (index, stack) in samples.enumerated() {
             functionKeys(of: stack, identity: identity, into: &scratch.keys)
             scratch.tree.add(leafFirst: scratch.keys, index: index)
@@ -61,8 +95,22 @@ struct ReportBuilder {
         symbolizer.releaseMappedPages()
     }
 
-    func describe(_ key: FrameKey) -> SymbolInfo {
-        symbolizer.symbolize(UInt(key.address)).info
+    /// The tree of one path of function keys (root first) into `scratch.tree`: keys with no frame
+    /// behind them, each looked up at its own address, once.
+    private func buildTree(ofPath rootFirst: [FrameKey]) {
+        startTree()
+        scratch.tree.add(leafFirst: rootFirst.reversed(), index: 0)
+        scratch.tree.forEachFrame { key in
+            if !scratch.frames.contains(key) { scratch.frames[key] = symbolizer.symbolize(UInt(key.address)).info }
+        }
+        symbolizer.releaseMappedPages()
+    }
+
+    /// `scratch.tree` as a report gives it: the blamed stack and the flat nodes, named from
+    /// `scratch.frames`.
+    private func treeInReport() -> (blamedStack: [ReportFrame], callTree: [ReportCallTreeNode]) {
+        let blamed = ReportFrame.blamedStack(of: scratch.tree, frames: scratch.frames)
+        return (blamed, ReportCallTreeNode.flatten(&scratch.tree, frames: scratch.frames))
     }
 
     func identity(_ thread: ThreadID, name known: String? = nil) -> ThreadIdentity {
@@ -125,14 +173,13 @@ struct ReportBuilder {
     }
 
     /// A stack's frames as a report lists them (one array: no intermediate list of symbolized
-    /// frames). Return addresses are looked up inside the call, as ``Symbolizer/symbolize(_:)`` does.
+    /// frames), each looked up as ``Symbolizer/symbolize(_:innermost:)`` does.
     func reportFrames(_ stack: CapturedStack) -> [ReportFrame] {
         defer { symbolizer.releaseMappedPages() }
         var out: [ReportFrame] = []
         out.reserveCapacity(stack.frames.count)
         for (i, a) in stack.frames.enumerated() {
-            var f = symbolizer.symbolize(i == 0 || a == 0 ? a : a - 1)
-            if i > 0 && a != 0 { f.moduleOffset = f.moduleOffset.map { $0 + 1 } }
+            let f = symbolizer.symbolize(a, innermost: i == 0)
             out.append(ReportFrame(address: UInt64(a), info: f.info, sampleCount: 1))
         }
         return out
@@ -153,8 +200,7 @@ struct ReportBuilder {
     func fill(_ report: inout StallReport, samples: some Collection<CapturedStack>) {
         buildTree(of: samples)
         report.sampleCount = scratch.tree.sampleCount
-        report.blamedStack = ReportFrame.blamedStack(of: scratch.tree, describe: describe)
-        report.callTree = ReportCallTreeNode.flatten(&scratch.tree, describe: describe)
+        (report.blamedStack, report.callTree) = treeInReport()
         report.truncatedSampleCount = samples.count { !$0.isWhole }
         report.stackEnds = CapturedStack.earlyEnds(of: samples)
         report.asyncCallersMissing = AsyncChainLayout.missingCallers(in: report.blamedStack)
@@ -230,7 +276,8 @@ struct ReportBuilder {
     /// A ping-probed loop busy without stalling (``BusyLoopDetector``).
     func busyLoopReport(id: String, loopName: String, thread: ThreadID, busyFor: Duration, demandPercent: Int,
                         path: StackSignature, count: Int, now: MonotonicInstant, lateness: Duration) -> StallReport {
-        let tree = CallTree(samples: [StackSample(frames: path.frames.reversed())])
+        buildTree(ofPath: path.frames)
+        let tree = treeInReport()
         return StallReport(
             kind: .busyLoop,
             id: id,
@@ -242,8 +289,8 @@ struct ReportBuilder {
             duration: busyFor,
             durationIsFinal: false,
             sampleCount: count,
-            blamedStack: ReportFrame.blamedStack(of: tree, describe: describe),
-            callTree: ReportCallTreeNode.flatten(tree, describe: describe),
+            blamedStack: tree.blamedStack,
+            callTree: tree.callTree,
             threadCount: (try? ThreadList.count()) ?? 0,
             configuration: configuration,
             watchdogLateness: lateness)
@@ -252,8 +299,9 @@ struct ReportBuilder {
     /// A feedback counter that crossed its threshold within one busy period.
     func feedbackReport(id: String, loopName: String, crossing: FeedbackCrossing, since: MonotonicInstant,
                         thread: ThreadID?, lateness: Duration) -> StallReport {
-        let samples = crossing.stack.map { [stackSample($0)] } ?? []
-        let tree = CallTree(samples: samples)
+        buildTree(of: crossing.stack.map { [$0] } ?? [])
+        let sampleCount = scratch.tree.sampleCount
+        let tree = treeInReport()
         var report = StallReport(
             kind: .feedbackLoop,
             id: id,
@@ -264,9 +312,9 @@ struct ReportBuilder {
             startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: since),
             duration: crossing.at > since ? crossing.at - since : .zero,
             durationIsFinal: false,
-            sampleCount: tree.sampleCount,
-            blamedStack: ReportFrame.blamedStack(of: tree, describe: describe),
-            callTree: ReportCallTreeNode.flatten(tree, describe: describe),
+            sampleCount: sampleCount,
+            blamedStack: tree.blamedStack,
+            callTree: tree.callTree,
             threadCount: (try? ThreadList.count()) ?? 0,
             configuration: configuration,
             watchdogLateness: lateness)

@@ -6,7 +6,11 @@ import StallwatchPolicy
 /// nothing once it has held the largest tree so far (issue 19). Used on the watchdog thread only.
 final class StackScratch {
     /// The tree being built.
-    var tree = CallTreeStore(capacity: 256)
+    var tree = CallTree(capacity: 256)
+    /// Every distinct address looked up while building ``tree``, resolved once.
+    var resolved: [UInt: SymbolizedFrame] = [:]
+    /// What the report says of each function key of ``tree``, from ``resolved``.
+    var frames = FrameTable()
     /// One sample's function keys, leaf first.
     var keys: [FrameKey] = []
     /// A dominant path, root first.

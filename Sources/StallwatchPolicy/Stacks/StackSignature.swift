@@ -31,10 +31,9 @@ extension StackSignature {
     /// so the leaf of the heaviest path hops from round to round while the stall stays the same;
     /// a different function doing the work is still a different signature.
     package init(dominantPathOf tree: CallTree) {
-        let total = tree.sampleCount
-        let path = tree.heaviestPath()
-        let kept = path.prefix { $0.count * 2 > total }
-        self.init(rootFirst: (kept.isEmpty ? Array(path.prefix(1)) : Array(kept)).map(\.frame))
+        var frames: [FrameKey] = []
+        tree.dominantPath(into: &frames)
+        self.init(rootFirst: frames)
     }
 }
 
