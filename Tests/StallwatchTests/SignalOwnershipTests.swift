@@ -67,8 +67,8 @@ struct SignalOwnershipTests {
         defer { watchdog.stop() }
         let sampler = try StackSampler()
         withForeignProfHandler {
-            usleep(400_000)
-            #expect(sampler.signalOwnership == .ours, "not reclaimed within a round")
+            // Reclaimed at a round; on a loaded machine a round may come late: waited for, not timed.
+            #expect(eventually(timeout: .seconds(5)) { sampler.signalOwnership == .ours }, "never reclaimed")
             stallOnce(probe, milliseconds: 900, log: log)
         }
         #expect(log.errors.isEmpty, "\(log.errors)")
