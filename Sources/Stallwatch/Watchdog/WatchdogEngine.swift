@@ -196,9 +196,33 @@ final class WatchdogEngine {
         }
     }
 
-    /// Runs one round. Returns when the next round should run.
+    /// Runs one round: the round's own upkeep, a look at the pool, a step of every loop's
+    /// detector, then the time of the next round (the earliest any of them needs). Returns it.
     func round() -> MonotonicInstant {
         let now = MonotonicClock.now()
+        let stopped = beginRound(now: now)
+        var next = now + configuration.checkPeriod
+        let pingDue = nextPing.map { now >= $0 } ?? true
+        lookAtPool(now: now, pingDue: pingDue, next: &next)
+        let loops = stepLoops(now: now, stoppedFor: stopped, pingDue: pingDue, next: &next)
+        next = nextRound(now: now, after: loops, pingDue: pingDue, next: next)
+        endRound()
+        return next
+    }
+
+    /// What the loops' steps of one round say about the rounds to come.
+    private struct LoopRoundSummary {
+        /// A loop is busy, sampled or in a stall.
+        var anyActive = false
+        /// A pinged loop wants its next ping.
+        var anyPing = false
+        /// The same, counting other loops than the cooperative pool's.
+        var anyOtherPing = false
+    }
+
+    /// The round's upkeep before any loop is looked at: the watchdog's own suspension, signal
+    /// ownership, process metrics, the capture budget. Returns how long the process was stopped.
+    private func beginRound(now: MonotonicInstant) -> Duration? {
         roundStart = now
         deliveryTime = .zero
         var stopped = judgeSuspension(now: now)
@@ -216,42 +240,49 @@ final class WatchdogEngine {
         reportBlockedTagFailure()
         metrics?.updateProcess(now: now)
         captureBudget = CaptureBudget(end: now + schedule.captureTime, limit: schedule.captureTime)
-        var next = now + configuration.checkPeriod
-        let pingDue = nextPing.map { now >= $0 } ?? true
-        if let poolWatcher {
-            let scanAfterWork = pingsEveryRound ? schedule.poolScanHalfPeriod : schedule.poolScanPeriod
-            if let until = poolRest.endIfWoken(now: now, scanAfter: scanAfterWork) {
-                // Every worker stayed outside any job until the enqueue; a job it began is still
-                // there one scan period on (half a period, for a watchdog woken by its ping rounds
-                // rather than the enqueue: the first of them after it), and dated from it.
-                poolWatcher.rested(until: until)
-                nextPoolScan = until + scanAfterWork
-            }
-            poolIsFree = poolRest.isFree(at: now)
-            // A pool looked at in place of its ping is looked at through a scan of this round.
-            if nextPoolScan.map({ now >= $0 }) ?? true || (!poolIsFree && (poolWatcher.anyInJob || (pingDue && poolIsLookedAt))) {
-                // A watchdog asleep in its epoll set is woken by the pool timer once, when the
-                // scan is due, rather than at the enqueue and again for the scan.
-                poolRest.prepareScan(now: now, wake: !pingsEveryRound,
-                                     timerDelay: loopRest.hasSet ? schedule.poolScanPeriod : nil)
-                if poolWatcher.scan(now: now, maySignal: maySignal) { syncMonitors() }
-                for note in poolWatcher.takeUnwatchedNotes() {
-                    logger.warning("pool worker not watched", metadata: ["why": "\(note)"])
-                    emit(.error(note))
-                }
-                poolRest.scanned(quiet: poolWatcher.lastScanFoundQuiet, now: now)
-                poolIsFree = poolRest.isResting
-                // At rest, the late scan catches work that reached a worker without the enqueue.
-                nextPoolScan = now + (poolRest.isResting ? schedule.idlePoll : schedule.poolScanPeriod)
-            }
-            // A scan due after an enqueue rides the ping rounds when there are any.
-            if let scan = nextPoolScan, scan < next, !(pingsEveryRound && poolRest.isFree(at: now)) { next = scan }
+        return stopped
+    }
+
+    /// The cooperative pool's scan when one is due (after an enqueue woke a resting pool, on its
+    /// period, or while a job runs); moves `next` to the next scan.
+    private func lookAtPool(now: MonotonicInstant, pingDue: Bool, next: inout MonotonicInstant) {
+        guard let poolWatcher else { return }
+        let scanAfterWork = pingsEveryRound ? schedule.poolScanHalfPeriod : schedule.poolScanPeriod
+        if let until = poolRest.endIfWoken(now: now, scanAfter: scanAfterWork) {
+            // Every worker stayed outside any job until the enqueue; a job it began is still
+            // there one scan period on (half a period, for a watchdog woken by its ping rounds
+            // rather than the enqueue: the first of them after it), and dated from it.
+            poolWatcher.rested(until: until)
+            nextPoolScan = until + scanAfterWork
         }
+        poolIsFree = poolRest.isFree(at: now)
+        // A pool looked at in place of its ping is looked at through a scan of this round.
+        if nextPoolScan.map({ now >= $0 }) ?? true || (!poolIsFree && (poolWatcher.anyInJob || (pingDue && poolIsLookedAt))) {
+            // A watchdog asleep in its epoll set is woken by the pool timer once, when the
+            // scan is due, rather than at the enqueue and again for the scan.
+            poolRest.prepareScan(now: now, wake: !pingsEveryRound,
+                                 timerDelay: loopRest.hasSet ? schedule.poolScanPeriod : nil)
+            if poolWatcher.scan(now: now, maySignal: maySignal) { syncMonitors() }
+            for note in poolWatcher.takeUnwatchedNotes() {
+                logger.warning("pool worker not watched", metadata: ["why": "\(note)"])
+                emit(.error(note))
+            }
+            poolRest.scanned(quiet: poolWatcher.lastScanFoundQuiet, now: now)
+            poolIsFree = poolRest.isResting
+            // At rest, the late scan catches work that reached a worker without the enqueue.
+            nextPoolScan = now + (poolRest.isResting ? schedule.idlePoll : schedule.poolScanPeriod)
+        }
+        // A scan due after an enqueue rides the ping rounds when there are any.
+        if let scan = nextPoolScan, scan < next, !(pingsEveryRound && poolRest.isFree(at: now)) { next = scan }
+    }
+
+    /// Steps every loop's detector once, in the order `isInPass(_:_:now:)` gives, and posts the
+    /// pings due; moves `next` to the earliest time a loop's detector or ring needs a round.
+    private func stepLoops(now: MonotonicInstant, stoppedFor stopped: Duration?, pingDue: Bool,
+                           next: inout MonotonicInstant) -> LoopRoundSummary {
         // The late look: resting loops are looked at again even without an event.
         if let late = loopRest.lateLookAt, now >= late { loopRest.endAll() }
-        var anyActive = false
-        var anyPing = false
-        var anyOtherPing = false
+        var summary = LoopRoundSummary()
         loopRest.roundBegan()
         // Three passes: loops whose busy period has passed the threshold and that are not reported
         // yet go first — those with samples, then those without, whose report first waits for a
@@ -261,64 +292,83 @@ final class WatchdogEngine {
         // Within each pass, the pool's job loops before the others: a starved pool's report lists
         // its blocked jobs as their own reports of the same round tell them.
         for pass in 0..<6 {
-        for m in monitors.values where m.steppedInRound != now
-            && (pass % 2 == 0) != m.ownsBusyRecord && isInPass(pass / 2, m, now: now) {
-            m.steppedInRound = now
-            // Before the next ping is posted: the answered one's latency is read exactly once.
-            let lag = m.source.takeLag()
-            if let metrics, let lag { metrics.recordLag(loop: m.source.name, lag) }
-            watchBusyLoop(m, pingLatency: lag, now: now)
-            if case .heartbeat(let p) = m.source { reportFeedback(of: p, in: m) }
-            let settled = step(m, now: now, stoppedFor: stopped)
-            // After the step: a new ping posted before it would hide when the answered one ran.
-            if case .ping(let p) = m.source {
-                if p.watchesCooperativePool && poolIsFree {
-                    // Every worker waits for work and the pool was given none: free, with no
-                    // ping and no look due until an enqueue ends the rest.
-                    p.freeAtRest()
-                } else if p.isResting {
-                    // Asleep in epoll_wait, its descriptor watched: free until it gets an event.
-                    p.freeAtRest()
+            for m in monitors.values where m.steppedInRound != now
+                && (pass % 2 == 0) != m.ownsBusyRecord && isInPass(pass / 2, m, now: now) {
+                stepLoop(m, now: now, stoppedFor: stopped, pingDue: pingDue, summary: &summary, next: &next)
+            }
+        }
+        return summary
+    }
+
+    /// One loop's step of the round: its lag, busy-loop and feedback watches, its detector, then
+    /// its ping or look when one is due.
+    private func stepLoop(_ m: LoopMonitor, now: MonotonicInstant, stoppedFor stopped: Duration?, pingDue: Bool,
+                          summary: inout LoopRoundSummary, next: inout MonotonicInstant) {
+        m.steppedInRound = now
+        // Before the next ping is posted: the answered one's latency is read exactly once.
+        let lag = m.source.takeLag()
+        if let metrics, let lag { metrics.recordLag(loop: m.source.name, lag) }
+        watchBusyLoop(m, pingLatency: lag, now: now)
+        if case .heartbeat(let p) = m.source { reportFeedback(of: p, in: m) }
+        let settled = step(m, now: now, stoppedFor: stopped)
+        // After the step: a new ping posted before it would hide when the answered one ran.
+        if case .ping(let p) = m.source { postPing(p, now: now, settled: settled, pingDue: pingDue, summary: &summary) }
+        // Wake exactly when a busy loop becomes suspect (to start sampling: the report needs
+        // samples from before the threshold) and when it crosses the threshold.
+        m.detector.forEachWakeTime { t in if t > now && t < next { next = t } }
+        if m.source.busySince != nil || m.ring != nil || m.inStall { summary.anyActive = true }
+        if m.ring != nil {
+            // Drain often enough that the ring never wraps.
+            let drainBy = now + configuration.sampleInterval * max(configuration.ringCapacity - 2, 1)
+            if drainBy < next { next = drainBy }
+        }
+    }
+
+    /// A pinged loop after its step: free at rest, or its next ping or look when one is due.
+    private func postPing(_ p: PingProbe, now: MonotonicInstant, settled: Bool, pingDue: Bool, summary: inout LoopRoundSummary) {
+        if p.watchesCooperativePool && poolIsFree {
+            // Every worker waits for work and the pool was given none: free, with no
+            // ping and no look due until an enqueue ends the rest.
+            p.freeAtRest()
+        } else if p.isResting {
+            // Asleep in epoll_wait, its descriptor watched: free until it gets an event.
+            p.freeAtRest()
+        } else {
+            summary.anyPing = true
+            // The pool's own ping stops while the pool rests: only other loops' keep the
+            // rounds going.
+            if !p.watchesCooperativePool { summary.anyOtherPing = true }
+            if pingDue && settled {
+                if p.watchesCooperativePool, let poolWatcher, poolWatcher.lastScan == now {
+                    p.lookAtPool(poolWatcher)
+                    loopRest.loopAwake()
                 } else {
-                    anyPing = true
-                    // The pool's own ping stops while the pool rests: only other loops' keep the
-                    // rounds going.
-                    if !p.watchesCooperativePool { anyOtherPing = true }
-                    if pingDue && settled {
-                        if p.watchesCooperativePool, let poolWatcher, poolWatcher.lastScan == now {
-                            p.lookAtPool(poolWatcher)
-                            loopRest.loopAwake()
-                        } else {
-                            p.lookOrPing()
-                            loopRest.lookedAt(p)
-                        }
-                    } else {
-                        loopRest.loopAwake()
-                    }
+                    p.lookOrPing()
+                    loopRest.lookedAt(p)
                 }
-            }
-            // Wake exactly when a busy loop becomes suspect (to start sampling: the report needs
-            // samples from before the threshold) and when it crosses the threshold.
-            m.detector.forEachWakeTime { t in if t > now && t < next { next = t } }
-            if m.source.busySince != nil || m.ring != nil || m.inStall { anyActive = true }
-            if m.ring != nil {
-                // Drain often enough that the ring never wraps.
-                let drainBy = now + configuration.sampleInterval * max(configuration.ringCapacity - 2, 1)
-                if drainBy < next { next = drainBy }
+            } else {
+                loopRest.loopAwake()
             }
         }
-        }
+    }
+
+    /// When the next round runs, from `next` (what the pool and the loops asked for), the rests,
+    /// the idle poll and the ping period; also governs sampling and the CPU watch of this round.
+    private func nextRound(now: MonotonicInstant, after loops: LoopRoundSummary, pingDue: Bool,
+                           next planned: MonotonicInstant) -> MonotonicInstant {
+        var next = planned
+        var loops = loops
         // Every looked-at loop asleep and nothing else wanting 40 ms rounds: they rest.
         let poolNeedsRounds = poolWatcher != nil && !poolRest.isResting
-        if pingDue, loopRest.roundEnded(othersAwake: anyActive || poolNeedsRounds, now: now,
+        if pingDue, loopRest.roundEnded(othersAwake: loops.anyActive || poolNeedsRounds, now: now,
                                         lateLookAfter: schedule.idlePoll) {
-            anyPing = false
-            anyOtherPing = false
+            loops.anyPing = false
+            loops.anyOtherPing = false
         }
         governSampling()
         cpuRound(now: now)
         previousRound = now
-        if !anyActive {
+        if !loops.anyActive {
             // Nothing is busy: a heartbeat loop that turns busy right after this round is seen by
             // the next one within 0.9 × threshold, and then woken for exactly at its threshold, so
             // polling faster than that only costs wake-ups (about 100 µs of CPU each on a VM).
@@ -327,14 +377,19 @@ final class WatchdogEngine {
             if idlePoll > next { next = idlePoll }
         }
         if let late = loopRest.lateLookAt, late < next { next = max(late, now) }
-        pingsEveryRound = anyOtherPing && schedule.pingPeriod <= schedule.poolScanPeriod
-        if anyPing {
+        pingsEveryRound = loops.anyOtherPing && schedule.pingPeriod <= schedule.poolScanPeriod
+        if loops.anyPing {
             // A ping-probed loop's stall is known only from a ping it leaves waiting: the next
             // ping is due one ping period on, whatever else is quiet.
             if pingDue { nextPing = now + schedule.pingPeriod }
             if let ping = nextPing, ping < next { next = max(ping, now) }
         }
         plannedWake = next
+        return next
+    }
+
+    /// The round's end: the watchdog's own CPU and run-queue figures, its metrics.
+    private func endRound() {
         let own = ownThreadFigures()
         ownAtWait = (own.cpu, own.runQueueWait, MonotonicClock.now())
         judgeStopInRound(own: own)
@@ -346,7 +401,6 @@ final class WatchdogEngine {
             metrics.recordSignalsSent(total: stats.sent)
         }
         reportedCPU = own.cpu
-        return next
     }
 
     func shutdown() {
