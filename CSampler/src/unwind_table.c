@@ -185,6 +185,27 @@ static void set_rule(rules_t *r, const cie_t *cie, uint64_t reg, uint8_t rule, i
     }
 }
 
+// The CFA of an x86-64 lazy-binding PLT entry (16 bytes: `jmp *GOT`, `push $n`, `jmp PLT0`), whose
+// FDE gives it as the expression rsp + 8 + (((rip & 15) >= K) << 3): the return address is on top
+// of the stack until `push` ran (K is the offset after it, 11 or 10 by linker). A sample that lands
+// in a library's call through its PLT (a 1-in-hundreds chance in a call-heavy loop) otherwise ends
+// its walk at the stub. Returns the offset from rsp, or 0 for any other expression.
+static int64_t plt_cfa_offset(const uint8_t *e, uint64_t n, uint64_t pc) {
+#if defined(__x86_64__)
+    // breg7 (rsp) 8; breg16 (rip) 0; lit15; and; litK; ge; lit3; shl; plus
+    if (n != 11 || e[0] != 0x77 || e[1] != 0x08 || e[2] != 0x80 || e[3] != 0x00 || e[4] != 0x3f ||
+        e[5] != 0x1a || e[6] < 0x30 || e[6] > 0x4f || e[7] != 0x2a || e[8] != 0x33 || e[9] != 0x24 || e[10] != 0x22) {
+        return 0;
+    }
+    return (pc & 15) >= (uint64_t)(e[6] - 0x30) ? 16 : 8;
+#else
+    (void)e;
+    (void)n;
+    (void)pc;
+    return 0;
+#endif
+}
+
 // Runs call-frame instructions [p, end) while the location stays <= target. Returns 0 when
 // malformed. `initial` holds the CIE's rules for DW_CFA_restore.
 static int run(const uint8_t *p, const uint8_t *end, const cie_t *cie, uint64_t loc, uint64_t target,
@@ -258,11 +279,18 @@ static int run(const uint8_t *p, const uint8_t *end, const cie_t *cie, uint64_t 
                 r->ever_fp |= r->cfa_reg == SW_DWARF_FP;
                 continue;
             case 0x0e: r->cfa_off = (int64_t)rd_uleb(&c); continue;
-            case 0x0f: { // def_cfa_expression (PLT entries): not evaluated
+            case 0x0f: { // def_cfa_expression: the lazy-binding PLT's, evaluated; any other not
                 uint64_t n = rd_uleb(&c);
                 if (n > (uint64_t)(c.end - c.p)) return 0;
+                int64_t plt_off = plt_cfa_offset(c.p, n, target);
                 c.p += n;
-                r->cfa_unsupported = 1;
+                if (plt_off > 0) {
+                    r->cfa_reg = SW_DWARF_SP;
+                    r->cfa_off = plt_off;
+                    r->cfa_unsupported = 0;
+                } else {
+                    r->cfa_unsupported = 1;
+                }
                 continue;
             }
             case 0x10: case 0x16: { // expression, val_expression

@@ -557,6 +557,58 @@ static void check_blocked(int emulated) {
     close(g_pipe[1]);
 }
 
+// ---- the PLT's unwind row ------------------------------------------------------------------------
+// x86-64's lazy-binding PLT entries give their CFA as an expression, rsp + 8 until the entry's
+// `push` ran and rsp + 16 after it. libc's own .plt (found from its section headers on disk) is
+// asked at an entry's first byte and at its last `jmp`.
+#if defined(__x86_64__)
+#include <elf.h>
+#include <fcntl.h>
+#include "sw_unwind_table.h"
+
+// The address of the .plt section of the object holding `symbol`, 0 when none.
+static uint64_t plt_of(void *symbol) {
+    Dl_info info;
+    if (dladdr(symbol, &info) == 0 || info.dli_fname == NULL) return 0;
+    int fd = open(info.dli_fname, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    uint64_t found = 0;
+    Elf64_Ehdr eh;
+    Elf64_Shdr sh[128], strtab;
+    if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && eh.e_shnum <= 128 && eh.e_shstrndx < eh.e_shnum &&
+        pread(fd, sh, sizeof(Elf64_Shdr) * eh.e_shnum, (off_t)eh.e_shoff) == (ssize_t)(sizeof(Elf64_Shdr) * eh.e_shnum)) {
+        strtab = sh[eh.e_shstrndx];
+        for (int i = 0; i < eh.e_shnum && found == 0; i++) {
+            char name[8] = {0};
+            if (pread(fd, name, sizeof name - 1, (off_t)(strtab.sh_offset + sh[i].sh_name)) > 0 && strcmp(name, ".plt") == 0) {
+                found = (uint64_t)(uintptr_t)info.dli_fbase + sh[i].sh_addr;
+            }
+        }
+    }
+    close(fd);
+    return found;
+}
+
+static void check_plt_row(void) {
+    uint64_t plt = plt_of((void *)&qsort);
+    char detail[160];
+    if (plt == 0) {
+        check(0, "libc's PLT: unwind rows of an entry", "no .plt section found in libc");
+        return;
+    }
+    sw_cfi_row_t before, after;
+    int a = sw_cfi_find_row(plt + 16, &before, NULL);       // entry 1's `jmp *GOT`
+    int b = sw_cfi_find_row(plt + 16 + 11, &after, NULL);   // its `jmp PLT0`, after the push
+    snprintf(detail, sizeof detail, "rc %d/%d, CFA reg %u+%lld then reg %u+%lld", a, b, before.cfa_reg,
+             (long long)before.cfa_off, after.cfa_reg, (long long)after.cfa_off);
+    check(a == SW_CFI_OK && b == SW_CFI_OK && before.cfa_reg == SW_DWARF_SP && before.cfa_off == 8 &&
+              after.cfa_reg == SW_DWARF_SP && after.cfa_off == 16,
+          "libc's PLT: an entry's CFA is rsp+8, rsp+16 after its push", detail);
+}
+#else
+static void check_plt_row(void) {}
+#endif
+
 int main(int argc, char **argv) {
     int emulated = argc > 1 && strcmp(argv[1], "--emulated") == 0;
     g_emulated = emulated;
@@ -587,6 +639,7 @@ int main(int argc, char **argv) {
 
     target_t sorting;
     check_through_libc(start_target(&sorting, cross_qsort_caller));
+    check_plt_row();
 
     check_root_memo();
     check_leaf_hint();
