@@ -43,10 +43,11 @@ if [ "$#" -eq 0 ]; then
   swift package generate-documentation --target Stallwatch --target StallwatchReport --warnings-as-errors
   # libFuzzer on the /proc parsers and the report decoder, a minute each; earlier crashes replayed.
   scripts/fuzz.sh
-  # Real servers (Hummingbird 2, Vapor 4, raw SwiftNIO) from Examples/, driven over 127.0.0.1.
+  # Real servers (Hummingbird 2, Vapor 4, raw SwiftNIO) from Examples/ (one package), driven over
+  # 127.0.0.1.
   scripts/e2e-servers.sh
   # The Hummingbird example's /metrics (swift-prometheus) scraped by a real Prometheus server.
-  timeout 300 python3 Tests/EndToEnd/prometheus.py Examples/HummingbirdServer/.build/debug/HummingbirdServer README.md
+  timeout 300 python3 Tests/EndToEnd/prometheus.py Examples/.build/debug/HummingbirdServer README.md
   # A fresh package depending on this commit by git URL, with the README's wiring pasted.
   scripts/consumer-check.sh
   # The public surface, counted and printed; the package-only modules must declare nothing public.
