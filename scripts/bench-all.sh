@@ -21,11 +21,12 @@ swift build -c release --product bench -Xcc -Werror -Xcc -Wall -Xcc -Wextra
 for name in "${benches[@]}"; do
     # The server bench runs the Hummingbird example: build it only when it is asked for.
     if [ "$name" = server ]; then
-        swift build -c release --package-path Examples/HummingbirdServer -Xcc -Werror -Xcc -Wall -Xcc -Wextra
+        swift build -c release --package-path Examples --product HummingbirdServer -Xcc -Werror -Xcc -Wall -Xcc -Wextra
+        swift build -c release --package-path Examples --product HummingbirdServerBare -Xcc -Werror -Xcc -Wall -Xcc -Wextra
     fi
     # The memory bench runs the Vapor example in debug, as the end-to-end tests do.
     if [ "$name" = memory ]; then
-        swift build --package-path Examples/VaporServer -Xcc -Werror -Xcc -Wall -Xcc -Wextra
+        swift build --package-path Examples --product VaporServer -Xcc -Werror -Xcc -Wall -Xcc -Wextra
     fi
 done
 

@@ -1,35 +1,48 @@
 #!/usr/bin/env bash
-# End-to-end: builds the example servers (Examples/, each its own package depending on this one by
-# path) and checks Stallwatch's reports from outside, over 127.0.0.1 (Tests/EndToEnd/servers.py).
+# End-to-end: builds the example servers (Examples/, one package that depends on this one by path)
+# and checks Stallwatch's reports from outside, over 127.0.0.1 (Tests/EndToEnd/servers.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for example in HummingbirdServer NIOServer VaporServer; do
-  echo "e2e: building Examples/$example"
-  swift build --package-path "Examples/$example" -Xcc -Werror -Xcc -Wall -Xcc -Wextra
-done
+# Each step's wall time, then the total, so a CI log shows where the time goes. A failed step's
+# status is kept (the last one wins) and the next steps still run: one log shows every failure.
 status=0
-timeout 600 python3 Tests/EndToEnd/servers.py \
-  "hummingbird=Examples/HummingbirdServer/.build/debug/HummingbirdServer" \
-  "nio=Examples/NIOServer/.build/debug/NIOServer" \
-  "vapor=Examples/VaporServer/.build/debug/VaporServer" || status=$?
+started=$SECONDS
+step() {
+  local name=$1 t=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  echo "e2e: step $name: $((SECONDS - t)) s (exit $rc)"
+  [ "$rc" -eq 0 ] || status=$rc
+}
+bin=Examples/.build/debug
+# All the servers in one build: their shared dependencies (swift-nio, Stallwatch, ...) compile once.
+echo "e2e: building Examples (HummingbirdServer, HummingbirdServerBare, NIOServer, VaporServer)"
+t=$SECONDS
+swift build --package-path Examples -Xcc -Werror -Xcc -Wall -Xcc -Wextra
+echo "e2e: step build: $((SECONDS - t)) s"
+step servers timeout 600 python3 Tests/EndToEnd/servers.py \
+  "hummingbird=$bin/HummingbirdServer" \
+  "nio=$bin/NIOServer" \
+  "vapor=$bin/VaporServer"
 # Request attribution: 20 rounds of 32 concurrent traced requests, one of which stalls; its report
 # and its trace must name it ("attribution: N/20").
-timeout 1500 python3 Tests/EndToEnd/attribution.py \
-  "hummingbird=Examples/HummingbirdServer/.build/debug/HummingbirdServer" \
-  "vapor=Examples/VaporServer/.build/debug/VaporServer" || status=$?
+step attribution timeout 1500 python3 Tests/EndToEnd/attribution.py \
+  "hummingbird=$bin/HummingbirdServer" \
+  "vapor=$bin/VaporServer"
 # The same with a handler asleep in usleep from its start (never signalled: its request is read
 # from its blocked task without a signal), 10 rounds per server (about 25 s each).
-timeout 900 python3 Tests/EndToEnd/attribution.py --kind sleep --rounds 10 \
-  "hummingbird=Examples/HummingbirdServer/.build/debug/HummingbirdServer" \
-  "vapor=Examples/VaporServer/.build/debug/VaporServer" || status=$?
+step attribution-sleep timeout 900 python3 Tests/EndToEnd/attribution.py --kind sleep --rounds 10 \
+  "hummingbird=$bin/HummingbirdServer" \
+  "vapor=$bin/VaporServer"
 # OpenTelemetry: the Hummingbird example exporting OTLP/HTTP to a real receiver built on the official
 # opentelemetry-proto definitions (strict on unknown fields); per stall one log record at the stall
 # and one at its end on the stalled request's trace, and its span there (about 15 s).
-python3 Tests/EndToEnd/otlp_receiver.py --self-test || status=$?
-timeout 180 python3 Tests/EndToEnd/otel.py Examples/HummingbirdServer/.build/debug/HummingbirdServer || status=$?
+step otlp-receiver-self-test python3 Tests/EndToEnd/otlp_receiver.py --self-test
+step otel timeout 180 python3 Tests/EndToEnd/otel.py "$bin/HummingbirdServer"
 # The fault-injection matrix's short form, on the servers just built: it prints the table and its
 # goal verdicts; it fails on structural problems (a server that does not start, an injection route
 # that answers wrongly) and when a count goal misses (once, loop/job, function, cause), which a
 # loaded machine does not move; the timing goals are figures it prints.
-scripts/stall-matrix.sh --no-build --strict-counts || status=$?
+step stall-matrix scripts/stall-matrix.sh --no-build --strict-counts
+echo "e2e: total: $((SECONDS - started)) s (exit $status)"
 exit "$status"

@@ -2,55 +2,74 @@
 # The test command: installs what it needs, builds with C warnings as errors, runs every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+# Each step's wall time, and the total at the end, so a CI log shows where the time goes. A failed
+# step stops the run with its own status, as a failed command under `set -e` would.
+started=$SECONDS
+step() {
+  local name=$1 t=$SECONDS rc=0
+  shift
+  "$@" || rc=$?
+  echo "test: step $name: $((SECONDS - t)) s"
+  if [ "$rc" -ne 0 ]; then
+    echo "test: step $name failed (exit $rc); total: $((SECONDS - started)) s"
+    exit "$rc"
+  fi
+}
+step install-deps scripts/install-deps.sh
 # -Werror goes first: SwiftPM 6.3 rejects a trailing -Werror.
 CFLAGS=(-Xcc -Werror -Xcc -Wall -Xcc -Wextra)
-swift build --build-tests "${CFLAGS[@]}"
-python3 scripts/check-readme-snippets.py
+step build swift build --build-tests "${CFLAGS[@]}"
+step readme-snippets python3 scripts/check-readme-snippets.py
 # README.md's goals table and docs/benchmarks.md must be what docs/bench/*.json give.
-python3 scripts/overhead-tables.py --check
+step overhead-tables python3 scripts/overhead-tables.py --check
 # What the signal handler can call, read from the compiled objects: fails on malloc, locks, etc.,
 # and on any system call on the timer ring's path (the request path: only the listed ones).
-python3 scripts/check-handler-safety.py $(find -L .build/debug/CSampler.build -name '*.o')
+step handler-safety python3 scripts/check-handler-safety.py $(find -L .build/debug/CSampler.build -name '*.o')
 # The same check against system calls planted in a copy of the call graph: it must catch each one.
-python3 scripts/check-handler-safety.py --self-test $(find -L .build/debug/CSampler.build -name '*.o')
+step handler-safety-self-test \
+  python3 scripts/check-handler-safety.py --self-test $(find -L .build/debug/CSampler.build -name '*.o')
 # Serially: several suites measure CPU time and scheduling; on 2 cores, parallel suites would
 # starve each other's "busy" threads and turn a CPU-bound stall into a starved one.
 # The log is kept: on failure, the failing tests' lines are printed again at the end, where a CI
 # that keeps only the tail of the output still shows them.
 UNIT_LOG=$(mktemp /tmp/stallwatch-unit.XXXXXX)
+t=$SECONDS
 if ! swift test --skip-build --no-parallel "$@" 2>&1 | tee "$UNIT_LOG"; then
+  echo "test: step unit-tests: $((SECONDS - t)) s (failed); total: $((SECONDS - started)) s"
   echo "=== failed tests (from $UNIT_LOG) ==="
   grep -E '✘|recorded an issue|error:|Expectation failed|Fatal error|Caught signal' "$UNIT_LOG" | head -80 || true
   exit 1
 fi
+echo "test: step unit-tests: $((SECONDS - t)) s"
 # Skipped when the caller narrows the run with arguments (e.g. --filter):
 if [ "$#" -eq 0 ]; then
   # CSampler's C hot path built for aarch64 and run under qemu-user, and the same test natively.
-  scripts/cross-arch.sh
+  step cross-arch scripts/cross-arch.sh
   # The package as it builds off Linux (STALLWATCH_PORTABLE_ONLY), with its own test suite.
-  scripts/portable-check.sh
+  step portable scripts/portable-check.sh
   # AddressSanitizer over the whole package and UBSan over the C target: a service built with
   # -sanitize=address must be able to use Stallwatch (its raw-stack readers are exempt from ASan,
   # see SW_RAW_STACK_READER). Leak detection is off: Foundation's Process leaks a weak reference on
   # every run (not ours). What it skips, each with its reason: scripts/asan-skip.txt.
-  swift build --build-tests --scratch-path .build-asan -Xswiftc -sanitize=address \
+  step asan-build swift build --build-tests --scratch-path .build-asan -Xswiftc -sanitize=address \
     -Xcc -fsanitize=address,undefined -Xcc -fno-sanitize-recover=undefined
-  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  step asan-test env ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     swift test --skip-build --scratch-path .build-asan --no-parallel \
     --skip "$(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' scripts/asan-skip.txt | paste -sd '|')"
   # The DocC catalogs (Sources/*/*.docc): every link resolves, no warning.
-  swift package generate-documentation --target Stallwatch --target StallwatchReport --warnings-as-errors
+  step docc swift package generate-documentation --target Stallwatch --target StallwatchReport --warnings-as-errors
   # libFuzzer on the /proc parsers and the report decoder, a minute each; earlier crashes replayed.
-  scripts/fuzz.sh
-  # Real servers (Hummingbird 2, Vapor 4, raw SwiftNIO) from Examples/, driven over 127.0.0.1.
-  scripts/e2e-servers.sh
+  step fuzz scripts/fuzz.sh
+  # Real servers (Hummingbird 2, Vapor 4, raw SwiftNIO) from Examples/ (one package), driven over
+  # 127.0.0.1; it prints its own steps' times.
+  step e2e-servers scripts/e2e-servers.sh
   # The Hummingbird example's /metrics (swift-prometheus) scraped by a real Prometheus server.
-  timeout 300 python3 Tests/EndToEnd/prometheus.py Examples/HummingbirdServer/.build/debug/HummingbirdServer README.md
+  step prometheus timeout 300 python3 Tests/EndToEnd/prometheus.py Examples/.build/debug/HummingbirdServer README.md
   # A fresh package depending on this commit by git URL, with the README's wiring pasted.
-  scripts/consumer-check.sh
+  step consumer scripts/consumer-check.sh
   # The public surface, counted and printed; the package-only modules must declare nothing public.
-  python3 scripts/public-api.py
+  step public-api python3 scripts/public-api.py
   # No unannounced source break of the library products against the last release (api/baseline).
-  scripts/api-breaks.sh
+  step api-breaks scripts/api-breaks.sh
 fi
+echo "test: total: $((SECONDS - started)) s"

@@ -28,13 +28,13 @@ struct MemoryBenchmark: ParsableCommand {
         watchdog's preload pays at start and the first report would wait for without it): the
         time to load it, the resident memory it adds, and the time of one lookup.
 
-        Build the example first: swift build --package-path Examples/VaporServer (debug, as the
-        end-to-end tests run it; about 9 minutes cold). Default run: about 40 s.
+        Build the example first: swift build --package-path Examples --product VaporServer (debug,
+        as the end-to-end tests run it; about 9 minutes cold). Default run: about 40 s.
         """
     )
 
     @Option(help: "The example server's binary.")
-    var binary: String = "Examples/VaporServer/.build/debug/VaporServer"
+    var binary: String = "Examples/.build/debug/VaporServer"
 
     @Option(help: "Rounds (each starts the server once).")
     var rounds: Int = 3
@@ -62,7 +62,7 @@ struct MemoryBenchmark: ParsableCommand {
             throw ValidationError("--rounds ≥ 1, --threshold ≥ 20, --block-ms > --threshold, --warmup ≥ 0, --settle ≥ 0, --lookups ≥ 1")
         }
         guard access(binary, X_OK) == 0 else {
-            throw ValidationError("\(binary) is missing: swift build --package-path Examples/VaporServer")
+            throw ValidationError("\(binary) is missing: swift build --package-path Examples --product VaporServer")
         }
     }
 

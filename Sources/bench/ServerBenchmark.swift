@@ -30,8 +30,9 @@ struct ServerBenchmark: ParsableCommand {
         request: what Stallwatch adds to each request, watchdog thread included) are printed with
         their spread and called noise when inside it.
 
-        Build the example first: swift build -c release --package-path Examples/HummingbirdServer
-        (scripts/bench-server.sh does everything). Default run: about 100 s.
+        Build the example first: swift build -c release --package-path Examples --product
+        HummingbirdServer, then --product HummingbirdServerBare (scripts/bench-server.sh does
+        everything). Default run: about 100 s.
 
         Goals, printed PASS/MISS at the end (and in --json FILE, a BenchRecord): the watchdog thread
         ≤ 0.01 % of a core under wrk; ≤ 0.5 idle event-loop wake-ups/s per loop and ≤ 0.5 idle
@@ -41,7 +42,7 @@ struct ServerBenchmark: ParsableCommand {
     )
 
     @Option(help: "The example server's binary.")
-    var binary: String = "Examples/HummingbirdServer/.build/release/HummingbirdServer"
+    var binary: String = "Examples/.build/release/HummingbirdServer"
 
     @Option(help: "Rounds (each runs the server once with and once without the watchdog).")
     var rounds: Int = 4
@@ -75,7 +76,7 @@ struct ServerBenchmark: ParsableCommand {
         }
         guard access(Self.wrk, X_OK) == 0 else { throw ValidationError("\(Self.wrk) is missing: scripts/install-deps.sh --bench installs it") }
         guard access(binary, X_OK) == 0 else {
-            throw ValidationError("\(binary) is missing: swift build -c release --package-path Examples/HummingbirdServer")
+            throw ValidationError("\(binary) is missing: swift build -c release --package-path Examples --product HummingbirdServer")
         }
     }
 

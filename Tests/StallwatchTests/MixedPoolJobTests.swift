@@ -7,8 +7,8 @@ import Testing
 /// A pool job that writes and fsyncs a file in a loop: short CPU bursts between short blocking
 /// calls, about 40 % of a core. No scan's rule fired for it before: it was never on the CPU for half
 /// an interval (no signal), and its blocked stacks were often read after the thread had moved on.
-/// The stall matrix's `fsync` injection (Examples/BlockingWork's `fsyncStorm`, a package the tests
-/// do not depend on), repeated here so the unit tests catch it.
+/// The stall matrix's `fsync` injection (Examples/BlockingWork's `fsyncStorm`, a target of the
+/// examples package, which the tests do not depend on), repeated here so the unit tests catch it.
 @inline(never) func mixedJobFixtureFsyncStorm(milliseconds: Int) {
     let path = NSTemporaryDirectory() + "stallwatch-test-fsync-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
