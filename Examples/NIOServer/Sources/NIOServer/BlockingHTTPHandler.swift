@@ -56,8 +56,10 @@ final class BlockingHTTPHandler: ChannelInboundHandler {
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
         let keepAlive = head.isKeepAlive
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [context] _ in
-            if !keepAlive { context.close(promise: nil) }
+        // The channel, not the context, goes into the completion: a Channel is Sendable.
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+            if !keepAlive { channel.close(promise: nil) }
         }
     }
 
