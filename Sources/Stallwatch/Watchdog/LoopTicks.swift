@@ -44,6 +44,14 @@ package final class LoopTicks: Sendable {
         state.withLock { $0.lastEnd >= instant }
     }
 
+    /// The newest long tick (at least ``longTick``): its exact start and end. A tick longer than
+    /// the threshold that no look saw begin is a stall all the same (``PingProbe/lastEndedPeriod``).
+    var newestLong: (start: MonotonicInstant, end: MonotonicInstant)? {
+        state.withLock { s in
+            s.long.last.map { (MonotonicInstant(nanoseconds: $0.start), MonotonicInstant(nanoseconds: $0.end)) }
+        }
+    }
+
     /// The stall's exact bounds, when the ticks tell them, for a busy period the watchdog saw from
     /// `posted` (its ping's post instant) until `answered` (when the ping ran).
     /// - A long tick that overlaps the time from `posted` to `answered` is the stalled tick: its

@@ -286,6 +286,18 @@ public final class PingProbe: Sendable {
         return ticks.bounds(posted: posted.nanoseconds, answered: answered.nanoseconds)
     }
 
+    /// Whether the loop reports its ticks (``recordTick(startNanoseconds:endNanoseconds:)``).
+    var isReportingTicks: Bool { reportsTicks.load(ordering: .relaxed) }
+
+    /// The newest long tick the loop reported, for a stall that began and ended between two looks:
+    /// a resting loop's wake can go unseen (epoll re-checks the loop's descriptor when it delivers
+    /// the watchdog's event, and finds nothing when the loop took its events first), and a look
+    /// then dates the busy period from itself, too late. The tick tells its exact bounds.
+    var lastEndedPeriod: (since: MonotonicInstant, end: MonotonicInstant)? {
+        guard reportsTicks.load(ordering: .relaxed) else { return nil }
+        return ticks.newestLong.map { (since: $0.start, end: $0.end) }
+    }
+
     /// Whether the loop reports ticks but has not yet reported the one that ran a ping answered at
     /// `answered` (then the stall's exact bounds are a moment away).
     func awaitsTick(after answered: MonotonicInstant) -> Bool {

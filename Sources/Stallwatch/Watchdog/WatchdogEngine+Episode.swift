@@ -252,7 +252,10 @@ extension WatchdogEngine {
         }
         var cause = cause(of: m) ?? StallCause(kind: .unknown, evidence: thread == nil ? Self.unknownThread : Self.stateUnread)
         if let seenLate {
-            cause.evidence += "; seen only after it ended, \(seenLate) past its threshold: the watchdog ran late"
+            // A heartbeat's period ends unseen when the watchdog ran late; a tick's when a look
+            // saw the loop busy only well after it began (a resting loop's wake went unseen).
+            let why = m.source.reportsTicks ? "the loop's tick told its bounds" : "the watchdog ran late"
+            cause.evidence += "; seen only after it ended, \(seenLate) past its threshold: \(why)"
         } else if sampleCount == 0, thread != nil {
             m.noStackReason = captureFailure ?? "no sample"
             cause.evidence += "; no stack yet (\(captureFailure ?? "no sample")): the final report holds the samples taken later"

@@ -33,6 +33,10 @@ package struct StallDetector: Sendable {
     /// The stamp of the last busy period that stopped being watched (or was reported after it
     /// ended): the probe's record of its end must not make it a stall a second time.
     private var lastClosedStamp: MonotonicInstant?
+    /// The end of the last episode closed, or the instant a suspension was noticed: a period the
+    /// probe records that began before it (a pinged loop's tick, whose start is no probe stamp)
+    /// was that episode or spanned the stop, and is never a stall of its own.
+    private var coveredUntil: MonotonicInstant?
     /// The episode the last ``StallObservation/ended(duration:)`` closed, until taken.
     private var endedEpisode: StallEpisode?
 
@@ -134,6 +138,7 @@ package struct StallDetector: Sendable {
             // Time spent stopped is not time spent stalled; matrix resets the stamp the same way.
             endedEpisode = tracked?.episode
             tracked = busySince.map { Tracked(probeStamp: $0, measuredFrom: now) }
+            coveredUntil = now
             return .resumedAfterSuspension
         }
         if let unseen = stallThatEnded(lastEnded, busySince: busySince, shift: shift, now: now) { return unseen }
@@ -143,6 +148,7 @@ package struct StallDetector: Sendable {
                 let start = shifted(current.measuredFrom, by: shift, now: now)
                 let end = Self.end(recorded: endedAt, from: start, latest: now)
                 endedEpisode = episode
+                coveredUntil = end
                 return .ended(duration: nonNegative(end - start))
             }
             return .idle
@@ -152,6 +158,7 @@ package struct StallDetector: Sendable {
             if let episode = current.episode {
                 let end = Self.end(recorded: endedAt, from: current.measuredFrom, latest: min(stamp, now))
                 endedEpisode = episode
+                coveredUntil = end
                 return .ended(duration: nonNegative(end - current.measuredFrom))
             }
         }
@@ -182,6 +189,7 @@ package struct StallDetector: Sendable {
         guard let ended, ended.since != busySince, ended.since != lastClosedStamp, ended.end >= ended.since else {
             return nil
         }
+        if let covered = coveredUntil, ended.since < covered, tracked?.probeStamp != ended.since { return nil }
         // The probe's coarse clock may put the end a tick past this round's precise `now`.
         let end = min(ended.end, now)
         var from = ended.since
@@ -208,6 +216,7 @@ package struct StallDetector: Sendable {
         guard let end = unseenEnd, let current = tracked, let episode = current.episode else { return nil }
         unseenEnd = nil
         tracked = busySince.map { Tracked(probeStamp: $0, measuredFrom: $0) }
+        coveredUntil = end
         return (episode, episode.duration(endingAt: end))
     }
 
