@@ -173,3 +173,51 @@ struct BusyLoopFinalTests {
         #expect(report.duration >= .seconds(3) && report.duration <= .milliseconds(4200), "\(report.duration)")
     }
 }
+
+extension TickTimerTests {
+    @Test("a long tick no look saw begin (a rested loop's wake went unseen) is reported once, from its bounds")
+    func longTickNoLookSaw() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let loop = group.next()
+        let probe = PingProbe(name: "ticked-loop") { job in loop.execute(job) }
+        let directory = NSTemporaryDirectory() + "stallwatch-unseen-tick-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let reports = Reports()
+        let ended = Ended()
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(300), watchPoolJobs: false),
+                                    reportDirectory: directory, metrics: nil) { event in
+            reports.append(event)
+            if event.kind == .stallEnded, let d = event.duration { ended.durations.withLock { $0.append(d) } }
+        }
+        // One short tick: the loop reports its ticks, so it is looked at (and may rest), not pinged.
+        try loop.submit {
+            let t = UInt64(monotonicNow())
+            probe.recordTick(startNanoseconds: t, endNanoseconds: t + 1_000)
+        }.wait()
+        watchdog.monitor(probe)
+        try watchdog.start()
+        defer { watchdog.stop() }
+        usleep(400_000)
+        // The loop's report of a 500 ms tick that just ended, with no look having seen it busy:
+        // what the loop leaves when epoll dropped the watchdog's event for its wake.
+        let tickEnd = try loop.submit {
+            let t = monotonicNow()
+            probe.recordTick(startNanoseconds: UInt64(t - 500_000_000), endNanoseconds: UInt64(t))
+            return t
+        }.wait()
+        #expect(eventually(timeout: .seconds(2)) { ended.durations.withLock { $0.count } >= 1 })
+        usleep(300_000)
+        watchdog.stop()
+        let stalls = reports.stalls
+        #expect(stalls.count == 1, "\(stalls.count) reports")
+        let report = try #require(stalls.first)
+        let offset = realtimeNow() - monotonicNow()
+        let startError = report.startTimeUnixNanoseconds - (tickEnd - 500_000_000 + offset)
+        #expect(abs(startError) <= Duration.milliseconds(2).clampedNanoseconds, "start off by \(startError / 1_000_000) ms")
+        #expect(ended.durations.withLock { $0 } == [.milliseconds(500)])
+        let evidence = report.cause?.evidence ?? ""
+        #expect(evidence.contains("the loop's tick told its bounds"), "\(evidence)")
+    }
+}

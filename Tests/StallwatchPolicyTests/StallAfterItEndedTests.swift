@@ -83,3 +83,48 @@ import Testing
         #expect(first == .stalledAfterItEnded(since: at(ms: 100), duration: .milliseconds(2500)))
     }
 }
+
+/// A pinged loop's long tick is offered as its last ended period (its start is no ping stamp):
+/// a tick no look saw begin is a stall; a tick an episode already reported, or one that spanned a
+/// stop of the process, is not.
+@Suite struct TickAfterItEndedTests {
+    @Test func tickThatNoLookSawBeginIsAStallWithItsBounds() {
+        var detector = StallDetector(configuration: configuration())
+        _ = detector.evaluate(busySince: nil, now: at(ms: 0), previousRoundAt: nil)
+        // A look at 1800 saw the loop busy (its stamp); the tick began at 100 and ended at 2600.
+        _ = detector.evaluate(busySince: at(ms: 1800), now: at(ms: 1800), previousRoundAt: at(ms: 0), stoppedFor: .zero)
+        let tick = (since: at(ms: 100), end: at(ms: 2600))
+        let first = detector.evaluate(busySince: nil, now: at(ms: 2700), previousRoundAt: at(ms: 1800), stoppedFor: .zero,
+                                      endedAt: at(ms: 2600), lastEnded: tick)
+        #expect(first == .stalledAfterItEnded(since: at(ms: 100), duration: .milliseconds(2500)))
+        #expect(detector.closeStallThatEnded(busySince: nil)?.duration == .milliseconds(2500))
+        #expect(detector.evaluate(busySince: nil, now: at(ms: 2800), previousRoundAt: at(ms: 2700), stoppedFor: .zero,
+                                  lastEnded: tick) == .idle)
+    }
+
+    @Test func tickOfAReportedEpisodeIsNotReportedAgain() {
+        var detector = StallDetector(configuration: configuration())
+        _ = detector.evaluate(busySince: at(ms: 150), now: at(ms: 200), previousRoundAt: nil)
+        #expect(detector.evaluate(busySince: at(ms: 150), now: at(ms: 2200), previousRoundAt: at(ms: 200), stoppedFor: .zero)
+                == .stalled(since: at(ms: 150), elapsed: .milliseconds(2050)))
+        detector.correctStart(to: at(ms: 100))
+        let tick = (since: at(ms: 100), end: at(ms: 2600))
+        #expect(detector.evaluate(busySince: nil, now: at(ms: 2700), previousRoundAt: at(ms: 2200), stoppedFor: .zero,
+                                  endedAt: at(ms: 2600), lastEnded: tick) == .ended(duration: .milliseconds(2500)))
+        // The ping's stamp (150) is not the tick's start (100): only the covered time tells them apart.
+        #expect(detector.evaluate(busySince: nil, now: at(ms: 2800), previousRoundAt: at(ms: 2700), stoppedFor: .zero,
+                                  lastEnded: tick) == .idle)
+        // A later long tick is judged on its own.
+        #expect(detector.evaluate(busySince: nil, now: at(ms: 6000), previousRoundAt: at(ms: 2800), stoppedFor: .zero,
+                                  lastEnded: (at(ms: 3000), at(ms: 5500))) == .stalledAfterItEnded(since: at(ms: 3000), duration: .milliseconds(2500)))
+    }
+
+    @Test func tickThatSpannedAStopIsNoStall() {
+        var detector = StallDetector(configuration: configuration())
+        _ = detector.evaluate(busySince: nil, now: at(ms: 0), previousRoundAt: nil)
+        // No round for 30 s: the process was stopped (no evidence given), the tick spanned it.
+        #expect(detector.evaluate(busySince: nil, now: at(ms: 30_000), previousRoundAt: at(ms: 0)) == .resumedAfterSuspension)
+        #expect(detector.evaluate(busySince: nil, now: at(ms: 30_100), previousRoundAt: at(ms: 30_000), stoppedFor: .zero,
+                                  lastEnded: (at(ms: 100), at(ms: 30_050))) == .idle)
+    }
+}
