@@ -299,17 +299,29 @@ int sw_current_cpu(void) { return -ENOSYS; }
 
 // ---- event loops' epoll descriptors: not watched (the watchdog keeps looking at the loops) ----
 
-int sw_loop_rest_open(void) { return -ENOSYS; }
-void sw_loop_rest_close(int set) { (void)set; }
-int sw_loop_rest_arm(int set, int loop_epfd, uint64_t token) {
+sw_loop_rest_t *sw_loop_rest_open(int *error) {
+    if (error) *error = -ENOSYS;
+    return NULL;
+}
+void sw_loop_rest_close(sw_loop_rest_t *set) { (void)set; }
+int sw_loop_rest_keeps_wakes(const sw_loop_rest_t *set) {
+    (void)set;
+    return 0;
+}
+int sw_loop_rest_aio_error(const sw_loop_rest_t *set) {
+    (void)set;
+    return -ENOSYS;
+}
+int sw_loop_rest_arm(sw_loop_rest_t *set, int loop_epfd, uint64_t token) {
     (void)set; (void)loop_epfd; (void)token;
     return -ENOSYS;
 }
-int sw_loop_rest_disarm(int set, int loop_epfd) {
+int sw_loop_rest_disarm(sw_loop_rest_t *set, int loop_epfd) {
     (void)set; (void)loop_epfd;
     return -ENOSYS;
 }
-int sw_loop_rest_wait(int set, uint32_t seen, int64_t timeout_ns, uint64_t *fired, int max) {
+void sw_loop_rest_release_idle(sw_loop_rest_t *set) { (void)set; }
+int sw_loop_rest_wait(sw_loop_rest_t *set, uint32_t seen, int64_t timeout_ns, uint64_t *fired, int max) {
     (void)set; (void)fired; (void)max;
     sw_pool_wake_wait(seen, timeout_ns);
     return 0;

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <sched.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <signal.h>
 #include <string.h>
@@ -418,4 +419,39 @@ int sw_test_pin_self(int cpu, int idle_policy) {
         if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) return -errno;
     }
     return 0;
+}
+
+int sw_test_loop_epoll(int *eventfd_out) {
+    int epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (epfd < 0) return -errno;
+    int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (efd < 0) {
+        int err = errno;
+        close(epfd);
+        return -err;
+    }
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.fd = efd};
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, efd, &ev) != 0) {
+        int err = errno;
+        close(epfd);
+        close(efd);
+        return -err;
+    }
+    *eventfd_out = efd;
+    return epfd;
+}
+
+void sw_test_loop_kick(int eventfd) {
+    uint64_t one = 1;
+    ssize_t n = write(eventfd, &one, sizeof one);
+    (void)n;
+}
+
+int sw_test_loop_take_events(int epfd, int eventfd) {
+    struct epoll_event ev;
+    int n = epoll_wait(epfd, &ev, 1, 0);
+    uint64_t value;
+    ssize_t got = read(eventfd, &value, sizeof value);
+    (void)got;
+    return n;
 }

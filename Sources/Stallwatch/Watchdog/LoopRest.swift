@@ -8,9 +8,13 @@ import StallwatchReport
 /// A loop that reports its ticks (SwiftNIO with ``PingProbe/recordTick(startNanoseconds:endNanoseconds:)``)
 /// and that a look found asleep in `epoll_wait` can only wake through its epoll descriptor: I/O,
 /// another thread's `execute` (an eventfd) and its scheduled tasks (a timerfd) all arrive there.
-/// So that descriptor is watched instead, nested in an epoll set of the watchdog's own
-/// (`sw_loop_rest.h`), and the kernel wakes the watchdog when the loop gets an event. The loop was
-/// asleep until then, so a stall it begins is dated from there as a look every 40 ms would date it.
+/// So that descriptor is watched instead (`sw_loop_rest.h`): an AIO poll request on it, whose
+/// completion the kernel queues and counts for the watchdog, wakes it when the loop gets an event.
+/// The loop was asleep until then, so a stall it begins is dated from there as a look every 40 ms
+/// would date it. (Nesting the descriptor in the watchdog's epoll set, the fallback where AIO
+/// cannot be set up, loses the wake when the loop's thread takes its events first: epoll re-checks
+/// the descriptor when it delivers. The late look, and the loop's report of its long tick, then
+/// tell the stall later.)
 ///
 /// Loops rest only together, when nothing else needs the 40 ms rounds (no other loop pinged or
 /// busy, the pool at rest or not watched), and only after enough looks in a row found them all
@@ -26,7 +30,7 @@ final class LoopRest {
     static let maxLooksBeforeRest = 32
 
     private let logger: Logger
-    private var epollSet: Int32?
+    private var restSet: OpaquePointer?
     private var resting: [(token: UInt64, fd: Int32, probe: PingProbe)] = []
     // This round's looked-at loops found asleep, and whether any other was not; kept between
     // rounds with their capacity (a round allocates nothing).
@@ -44,18 +48,22 @@ final class LoopRest {
     /// made, one log line says so and the watchdog sleeps on the pool's generation word instead.
     init(logger: Logger) {
         self.logger = logger
-        let fd = sw_loop_rest_open()
-        if fd >= 0 {
-            epollSet = fd
+        var error: Int32 = 0
+        if let set = sw_loop_rest_open(&error) {
+            restSet = set
+            if sw_loop_rest_keeps_wakes(set) == 0 {
+                logger.notice("AIO poll cannot be used: a resting event loop's wake can be missed, and its stall is then reported late, from the loop's tick",
+                              metadata: ["error": "\(-sw_loop_rest_aio_error(set))"])
+            }
         } else {
             logger.info("event loops cannot rest and the pool's timer is not used; loops are looked at every period",
-                        metadata: ["error": "\(-fd)"])
+                        metadata: ["error": "\(-error)"])
         }
     }
 
     /// Whether the watchdog sleeps in its epoll set (``wait(seen:timeout:)``): then the pool's
     /// enqueue may wake it through the pool timer, and loops may rest.
-    var hasSet: Bool { epollSet != nil }
+    var hasSet: Bool { restSet != nil }
 
     /// Whether some loops rest.
     var isResting: Bool { !resting.isEmpty }
@@ -63,14 +71,14 @@ final class LoopRest {
     /// Closes the set; no loop rests any more.
     func close() {
         endAll()
-        if let epollSet { sw_loop_rest_close(epollSet) }
-        epollSet = nil
+        if let restSet { sw_loop_rest_close(restSet) }
+        restSet = nil
     }
 
     /// Sleeps like `sw_pool_wake_wait`, and until a resting loop gets an event; the rests of the
     /// loops that got one are over, from `now` on (see ``PingProbe/endRest(wokenAt:)``).
     func wait(seen: UInt32, timeout: Duration) {
-        guard let set = epollSet else { return }
+        guard let set = restSet else { return }
         let count = fired.withUnsafeMutableBufferPointer {
             sw_loop_rest_wait(set, seen, timeout.clampedNanoseconds, $0.baseAddress, Int32($0.count))
         }
@@ -96,7 +104,7 @@ final class LoopRest {
     /// Ends every rest without an event (the late look, a change of loops, `stop()`): the loops
     /// are looked at to learn their state.
     func endAll() {
-        guard let set = epollSet else { return }
+        guard let set = restSet else { return }
         for entry in resting {
             // ENOENT or EBADF only when the loop closed its descriptor: nothing left to undo.
             _ = sw_loop_rest_disarm(set, entry.fd)
@@ -106,6 +114,13 @@ final class LoopRest {
         lateLookAt = nil
         // A late look that finds them asleep again rests them at once.
         quietLooks = looksNeeded
+    }
+
+    /// The watched loops changed: every rest ends, and the descriptors of loops that may be gone
+    /// are no longer watched.
+    func loopsChanged() {
+        endAll()
+        if let restSet { sw_loop_rest_release_idle(restSet) }
     }
 
     /// A round with looks begins (``lookedAt(_:)`` and ``loopAwake()`` follow, then ``roundEnded``).
@@ -131,7 +146,7 @@ final class LoopRest {
             return false
         }
         quietLooks += 1
-        guard quietLooks >= looksNeeded, let set = epollSet else { return false }
+        guard quietLooks >= looksNeeded, let set = restSet else { return false }
         let restingBefore = resting.count
         var allArmed = true
         for (probe, fd) in candidates {

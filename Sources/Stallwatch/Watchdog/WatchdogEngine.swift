@@ -135,7 +135,7 @@ final class WatchdogEngine {
     /// Brings the monitor set in line with the registered loops.
     func sync(_ sources: [LoopSource]) {
         // A resting loop may be gone: every rest ends, and the next looks decide again.
-        loopRest.endAll()
+        loopRest.loopsChanged()
         userSources = sources
         syncMonitors()
     }

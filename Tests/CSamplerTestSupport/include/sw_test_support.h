@@ -74,4 +74,13 @@ void sw_test_restore_enqueue_hook(void *hook);
 /// 0, or -errno.
 int sw_test_pin_self(int cpu, int idle_policy);
 
+/// An event loop's epoll descriptor as SwiftNIO makes it: an eventfd registered edge-triggered.
+/// Returns the epoll descriptor and writes the eventfd to `*eventfd_out`, or -errno.
+int sw_test_loop_epoll(int *eventfd_out);
+/// Another thread's `execute`: one write to the loop's eventfd.
+void sw_test_loop_kick(int eventfd);
+/// What the loop's thread does when woken: takes its ready events (returns how many) and reads
+/// its eventfd.
+int sw_test_loop_take_events(int epfd, int eventfd);
+
 #endif
