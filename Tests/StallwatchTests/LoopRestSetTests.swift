@@ -23,6 +23,24 @@ struct LoopRestSetTests {
 
     private func write(one fd: Int32) { sw_test_loop_kick(fd) }
 
+    /// The tokens the set reports within `timeout`: waits again after each return (another test's
+    /// pool enqueue or watchdog bumps the wake-up generation, which ends a wait early), until
+    /// `until` tokens came (nil: the whole timeout).
+    private func tokens(_ set: OpaquePointer, within timeout: Duration, until wanted: Int? = nil, room: Int = 4) -> [UInt64] {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        var seen: [UInt64] = []
+        var fired = [UInt64](repeating: 0, count: room)
+        while clock.now < deadline, wanted.map({ seen.count < $0 }) ?? true {
+            let left = (deadline - clock.now).components
+            let ns = left.seconds * 1_000_000_000 + left.attoseconds / 1_000_000_000
+            let n = sw_loop_rest_wait(set, sw_pool_wake_generation(), max(ns, 1), &fired, Int32(room))
+            if n < 0 { break }
+            seen += fired.prefix(Int(n))
+        }
+        return seen
+    }
+
     /// A new set; `keepingWakes`: one whose loops are watched by AIO poll requests (else the test
     /// would check the nested-epoll fallback's behaviour, which loses such wakes by design).
     private func openSet(keepingWakes: Bool = true) throws -> OpaquePointer {
@@ -44,15 +62,13 @@ struct LoopRestSetTests {
         defer { close(loop.epfd); close(loop.eventfd) }
         #expect(sw_loop_rest_arm(set, loop.epfd, 42) == 0)
         // Nothing happened yet: a short wait reports nothing.
-        var fired = [UInt64](repeating: 0, count: 4)
-        #expect(sw_loop_rest_wait(set, sw_pool_wake_generation(), 20_000_000, &fired, 4) == 0)
+        #expect(tokens(set, within: .milliseconds(20)).isEmpty)
         // Another thread's `execute`; the loop's thread wakes and takes it before the watchdog waits.
         write(one: loop.eventfd)
         #expect(loopTakesItsEvents(loop) == 1)
-        let count = sw_loop_rest_wait(set, sw_pool_wake_generation(), 1_000_000_000, &fired, 4)
-        #expect(count == 1 && fired[0] == 42, "\(count) \(fired)")
+        #expect(tokens(set, within: .seconds(1), until: 1) == [42])
         // One event per arm: nothing more until it is armed again.
-        #expect(sw_loop_rest_wait(set, sw_pool_wake_generation(), 20_000_000, &fired, 4) == 0)
+        #expect(tokens(set, within: .milliseconds(20)).isEmpty)
         #expect(sw_loop_rest_disarm(set, loop.epfd) == -ENOENT)
     }
 
@@ -62,17 +78,15 @@ struct LoopRestSetTests {
         defer { sw_loop_rest_close(set) }
         let loop = try makeLoop()
         defer { close(loop.epfd); close(loop.eventfd) }
-        var fired = [UInt64](repeating: 0, count: 4)
         #expect(sw_loop_rest_arm(set, loop.epfd, 7) == 0)
         #expect(sw_loop_rest_disarm(set, loop.epfd) == 0)
         write(one: loop.eventfd)
         _ = loopTakesItsEvents(loop)
-        #expect(sw_loop_rest_wait(set, sw_pool_wake_generation(), 50_000_000, &fired, 4) == 0)
+        #expect(tokens(set, within: .milliseconds(50)).isEmpty)
         #expect(sw_loop_rest_arm(set, loop.epfd, 8) == 0)
         write(one: loop.eventfd)
         _ = loopTakesItsEvents(loop)
-        let count = sw_loop_rest_wait(set, sw_pool_wake_generation(), 1_000_000_000, &fired, 4)
-        #expect(count == 1 && fired[0] == 8, "\(count) \(fired)")
+        #expect(tokens(set, within: .seconds(1), until: 1) == [8])
     }
 
     @Test("more loops woken than the caller has room for: the rest come with the next wait")
@@ -90,14 +104,7 @@ struct LoopRestSetTests {
             write(one: loop.eventfd)
             _ = loopTakesItsEvents(loop)
         }
-        var seen: [UInt64] = []
-        var fired = [UInt64](repeating: 0, count: 2)
-        for _ in 0..<5 where seen.count < 5 {
-            let n = sw_loop_rest_wait(set, sw_pool_wake_generation(), 500_000_000, &fired, 2)
-            #expect(n >= 0)
-            seen += fired.prefix(Int(max(n, 0)))
-        }
-        #expect(seen.sorted() == [100, 101, 102, 103, 104])
+        #expect(tokens(set, within: .seconds(2), until: 5, room: 2).sorted() == [100, 101, 102, 103, 104])
     }
 
     @Test("a loop closed and another opened under its descriptor number: the new one's wake is reported")
@@ -115,16 +122,14 @@ struct LoopRestSetTests {
         #expect(sw_loop_rest_arm(set, new.epfd, 2) == 0)
         write(one: new.eventfd)
         _ = loopTakesItsEvents(new)
-        var fired = [UInt64](repeating: 0, count: 4)
-        let count = sw_loop_rest_wait(set, sw_pool_wake_generation(), 1_000_000_000, &fired, 4)
-        #expect(count == 1 && fired[0] == 2, "\(count) \(fired)")
+        #expect(tokens(set, within: .seconds(1), until: 1) == [2])
         // Released: a disarmed loop's request is cancelled; its event wakes nothing.
         #expect(sw_loop_rest_disarm(set, new.epfd) == -ENOENT)
         #expect(sw_loop_rest_arm(set, new.epfd, 2) == 0)
         #expect(sw_loop_rest_disarm(set, new.epfd) == 0)
         sw_loop_rest_release_idle(set)
         write(one: new.eventfd)
-        #expect(sw_loop_rest_wait(set, sw_pool_wake_generation(), 50_000_000, &fired, 4) == 0)
+        #expect(tokens(set, within: .milliseconds(50)).isEmpty)
     }
 
     @Test("the set's own descriptors and a closed one cannot be armed")

@@ -62,10 +62,20 @@ struct PerfSamplingTests {
         let ring = try SamplingRing(sampler: sampler, thread: tid, interval: .milliseconds(10), capacity: 64)
         #expect(ring.driver == .perfEvent)
         #expect(ring.fallbackReason == nil)
-        usleep(400_000)
+        // The event counts the thread's CPU time: wait for 250 ms of it (a loaded machine gives the
+        // thread less of the wall time), at most 5 s.
+        let cpuAt = { () -> UInt64 in
+            var cpu: UInt64 = 0
+            _ = sw_thread_cpu_time_ns(tid.rawValue, &cpu)
+            return cpu
+        }
+        let cpu0 = cpuAt()
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(5)
+        while cpuAt() &- cpu0 < 250_000_000, clock.now < deadline { usleep(20_000) }
         ring.stop()
         let samples = ring.drain()
-        #expect(samples.count >= 10, "only \(samples.count) samples")
+        #expect(samples.count >= 10, "only \(samples.count) samples for \((cpuAt() &- cpu0) / 1_000_000) ms of CPU")
         #expect(samples.allSatisfy { $0.thread == tid && $0.driver == .perfEvent })
         let named = samples.filter { fixtureNames(in: $0).first == "stallwatchFixtureLeafSpin" }
         #expect(named.count >= samples.count / 2, "\(named.count) of \(samples.count) name the leaf")

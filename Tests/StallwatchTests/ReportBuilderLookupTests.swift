@@ -43,7 +43,7 @@ struct ReportBuilderLookupTests {
         // a + 2, a + 6 and b + 8 as they are; b + 7, c + 15 and d one byte before their frame.
         let distinct = 6
         let symbolizer = Symbolizer()
-        let builder = ReportBuilder(configuration: WatchdogConfiguration(), symbolizer: symbolizer, sampler: try StackSampler())
+        let builder = ReportBuilder(configuration: WatchdogConfiguration(), symbolizer: symbolizer)
         var report = Self.emptyReport()
         let before = symbolizer.lookups
         builder.fill(&report, samples: samples)

@@ -25,7 +25,7 @@ struct LockWaitFinding {
     }
 }
 
-extension ReportBuilder {
+extension ReportFactsGatherer {
     /// The report's facts of `finding`: each holder's stack captured now (a running holder by signal
     /// when `maySignal`, a blocked one from its kernel-reported registers), until `deadline`.
     func lockWaitFacts(_ finding: LockWaitFinding, maySignal: Bool, deadline: MonotonicInstant) -> LockWaitFacts? {
@@ -53,15 +53,15 @@ extension ReportBuilder {
             links.append(LockWaitLink(waiter: identity(hop.waiter), lockAddress: hop.address, primitive: primitive, holder: stack))
         }
         guard let head = links.first else { return nil }
-        var summary = "waiting on a lock held by \(Self.threadText(head.holder.thread)), \(Self.whereIs(head.holder))"
+        var summary = "waiting on a lock held by \(ReportBuilder.threadText(head.holder.thread)), \(ReportBuilder.whereIs(head.holder))"
         if first.ownerStable == false { summary += " (the lock changed hands as it was read: the holder named is the first read's)" }
         for link in links.dropFirst() {
-            summary += "; \(Self.threadText(link.waiter)) waits on a lock held by \(Self.threadText(link.holder.thread))"
-            if link.holder.thread.id != first.waiter.rawValue { summary += ", \(Self.whereIs(link.holder))" }
+            summary += "; \(ReportBuilder.threadText(link.waiter)) waits on a lock held by \(ReportBuilder.threadText(link.holder.thread))"
+            if link.holder.thread.id != first.waiter.rawValue { summary += ", \(ReportBuilder.whereIs(link.holder))" }
         }
         if finding.cycle {
             summary = links.count == 1 && head.holder.thread.id == first.waiter.rawValue
-                ? "deadlock: the thread waits on a lock it holds itself, \(Self.whereIs(head.holder))"
+                ? "deadlock: the thread waits on a lock it holds itself, \(ReportBuilder.whereIs(head.holder))"
                 : "deadlock: " + summary
         } else if let last = finding.hops.last?.owner, finding.hops.contains(where: { $0.waiter == last }) {
             summary += ": a deadlock the stalled thread waits on without being part of it"
@@ -70,7 +70,9 @@ extension ReportBuilder {
                              ownerStable: first.ownerStable, summary: summary,
                              chain: links.count > 1 ? links : nil, deadlock: finding.cycle)
     }
+}
 
+extension ReportBuilder {
     /// `cause` with what the lock wait found; a deadlock is its own cause.
     static func cause(_ cause: StallCause, with lock: LockWaitFacts) -> StallCause {
         var said = cause

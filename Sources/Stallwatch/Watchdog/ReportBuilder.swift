@@ -9,13 +9,13 @@ import Darwin
 import StallwatchPolicy
 import StallwatchReport
 
-/// Turns samples and facts into a ``StallReport``: every report the watchdog makes is made here.
-/// Runs on the watchdog thread, after any held threads are released: symbolization is only ever
-/// done here.
+/// Turns samples and facts into a ``StallReport``: every report the watchdog makes is made here,
+/// from values only. What a report says of the process and its other threads is gathered before
+/// (``ReportFactsGatherer``, ``RoundFacts``): nothing here reads `/proc` or captures a stack.
+/// Runs on the watchdog thread, after any held threads are released.
 struct ReportBuilder {
     let configuration: WatchdogConfiguration
     let symbolizer: Symbolizer
-    let sampler: StackSampler
     /// Reused trees and key buffers (the watchdog thread's only).
     let scratch = StackScratch()
     /// Deadlocks already reported, so that a cycle's other threads do not report it again.
@@ -113,65 +113,6 @@ struct ReportBuilder {
         return (blamed, ReportCallTreeNode.flatten(&scratch.tree, frames: scratch.frames))
     }
 
-    func identity(_ thread: ThreadID, name known: String? = nil) -> ThreadIdentity {
-        let name = known ?? (try? ThreadInfo.read(thread).name) ?? ""
-        return ThreadIdentity(id: thread.rawValue, name: name)
-    }
-
-    /// Stacks of the other threads, each captured on its own: running threads by signal, threads
-    /// blocked in a system call from their kernel-reported SP/PC (no signal, no EINTR). Without
-    /// `maySignal` (the signal is not ours), only blocked threads get a stack. Signal captures stop
-    /// at `deadline`: on saturated CPUs each may wait its whole timeout, and other loops' detection
-    /// waits meanwhile; threads past it are listed with their state and no stack.
-    ///
-    /// A running thread for which `stalledSample` has a stack (the newest sample of a watched loop
-    /// stalled itself, see ``ThreadStack/stackAgeNanoseconds``) is not signalled: with many loops
-    /// stalled at once on saturated CPUs, each signal waits until its thread gets a CPU, and the
-    /// walk used the whole capture time before every round's first report.
-    func otherThreads(except excluded: ThreadID, threads: [ThreadID], maySignal: Bool = true,
-                      deadline: MonotonicInstant,
-                      stalledSample: (ThreadID) -> CapturedStack? = { _ in nil }) -> [ThreadStack] {
-        // One list, sized once (no filtered copy of the thread list first).
-        var stacks: [ThreadStack] = []
-        stacks.reserveCapacity(threads.count)
-        for tid in threads where tid != excluded {
-            if let stack = otherThread(tid, maySignal: maySignal, deadline: deadline, stalledSample: stalledSample) {
-                stacks.append(stack)
-            }
-        }
-        return stacks
-    }
-
-    /// One other thread's state and stack (see ``otherThreads(except:threads:maySignal:deadline:stalledSample:)``).
-    func otherThread(_ tid: ThreadID, maySignal: Bool, deadline: MonotonicInstant,
-                     stalledSample: (ThreadID) -> CapturedStack?) -> ThreadStack? {
-        guard let info = ThreadGlance.read(tid) else { return nil }
-        if info.syscall == nil, maySignal, let sample = stalledSample(tid) {
-            // Borrowed from the loop's samples: its storage stays there.
-            let now = MonotonicClock.now().nanoseconds
-            return ThreadStack(thread: ThreadIdentity(id: tid.rawValue, name: info.name), state: String(info.state.procLetter),
-                               syscall: nil, frames: reportFrames(sample),
-                               stackAgeNanoseconds: sample.takenAtNanoseconds.map { now > $0 ? now - $0 : 0 })
-        }
-        let left = deadline - MonotonicClock.now()
-        var stack: CapturedStack?
-        if info.syscall != nil || !maySignal {
-            stack = try? sampler.captureBlockedStack(of: tid, reusing: scratch.takeCapturedFrames())
-        } else if left >= .milliseconds(1) {
-            stack = try? sampler.captureStack(of: tid, timeout: min(.milliseconds(20), left))
-        } else {
-            stack = nil
-        }
-        let frames = stack.map(reportFrames) ?? []
-        // The raw frames are not kept in the report: their storage serves the next thread.
-        if var kept = stack {
-            stack = nil
-            scratch.giveBack(&kept)
-        }
-        return ThreadStack(thread: ThreadIdentity(id: tid.rawValue, name: info.name), state: String(info.state.procLetter),
-                           syscall: info.syscall, frames: frames)
-    }
-
     /// A stack's frames as a report lists them (one array: no intermediate list of symbolized
     /// frames), each looked up as ``Symbolizer/symbolize(_:innermost:)`` does.
     func reportFrames(_ stack: CapturedStack) -> [ReportFrame] {
@@ -183,15 +124,6 @@ struct ReportBuilder {
             out.append(ReportFrame(address: UInt64(a), info: f.info, sampleCount: 1))
         }
         return out
-    }
-
-    static func numaFacts(stalledThread: ThreadInfo?) -> NUMAFacts {
-        let topology = NUMATopology.current()
-        let nodes = topology.nodes.map {
-            StallwatchReport.NUMANode(id: $0.id, cpus: $0.cpus, memoryBytes: UInt64(max($0.memoryBytes, 0)),
-                                      freeBytes: UInt64(max($0.freeBytes, 0)))
-        }
-        return NUMAFacts(nodes: nodes, stalledThreadNode: stalledThread?.numaNode)
     }
 
     // MARK: - reports
@@ -214,6 +146,8 @@ struct ReportBuilder {
         var loopName: String
         /// `nil` for a pinged loop whose thread is not known yet: no ping had run on it.
         var thread: ThreadID?
+        /// The thread's name, as gathered ("" when it could not be read).
+        var threadName: String = ""
         var start: MonotonicInstant
         var elapsed: Duration
         var cause: StallCause
@@ -229,7 +163,7 @@ struct ReportBuilder {
 
     /// The first version of a stall episode's report.
     func stallReport(id: String, _ f: StallFacts, samples: some Collection<CapturedStack>) -> StallReport {
-        let known = f.thread.map { identity($0, name: f.evidence?.info?.name) }
+        let known = f.thread.map { ThreadIdentity(id: $0.rawValue, name: f.threadName) }
         let e = f.evidence?.evidence
         var report = StallReport(
             kind: .stall,
@@ -274,8 +208,9 @@ struct ReportBuilder {
     }
 
     /// A ping-probed loop busy without stalling (``BusyLoopDetector``).
-    func busyLoopReport(id: String, loopName: String, thread: ThreadID, busyFor: Duration, demandPercent: Int,
-                        path: StackSignature, count: Int, now: MonotonicInstant, lateness: Duration) -> StallReport {
+    func busyLoopReport(id: String, loopName: String, thread: ThreadIdentity, busyFor: Duration, demandPercent: Int,
+                        path: StackSignature, count: Int, now: MonotonicInstant, lateness: Duration,
+                        threadCount: Int) -> StallReport {
         buildTree(ofPath: path.frames)
         let tree = treeInReport()
         return StallReport(
@@ -284,21 +219,21 @@ struct ReportBuilder {
             cause: StallCause(kind: .cpuBound,
                               evidence: "busy for \(busyFor) without a stall (wanted a core \(demandPercent) % of the last round), the same stack in more than half of \(count) samples"),
             loopName: loopName,
-            thread: identity(thread),
+            thread: thread,
             startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: now - busyFor),
             duration: busyFor,
             durationIsFinal: false,
             sampleCount: count,
             blamedStack: tree.blamedStack,
             callTree: tree.callTree,
-            threadCount: (try? ThreadList.count()) ?? 0,
+            threadCount: threadCount,
             configuration: configuration,
             watchdogLateness: lateness)
     }
 
     /// A feedback counter that crossed its threshold within one busy period.
     func feedbackReport(id: String, loopName: String, crossing: FeedbackCrossing, since: MonotonicInstant,
-                        thread: ThreadID?, lateness: Duration) -> StallReport {
+                        thread: ThreadIdentity?, lateness: Duration, threadCount: Int) -> StallReport {
         buildTree(of: crossing.stack.map { [$0] } ?? [])
         let sampleCount = scratch.tree.sampleCount
         let tree = treeInReport()
@@ -308,14 +243,14 @@ struct ReportBuilder {
             cause: StallCause(kind: .cpuBound,
                               evidence: "\"\(crossing.key)\" came round \(crossing.count) times in one busy period (threshold \(crossing.threshold))"),
             loopName: loopName,
-            thread: thread.map { identity($0) },
+            thread: thread,
             startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: since),
             duration: crossing.at > since ? crossing.at - since : .zero,
             durationIsFinal: false,
             sampleCount: sampleCount,
             blamedStack: tree.blamedStack,
             callTree: tree.callTree,
-            threadCount: (try? ThreadList.count()) ?? 0,
+            threadCount: threadCount,
             configuration: configuration,
             watchdogLateness: lateness)
         report.feedback = FeedbackFacts(key: crossing.key, count: crossing.count, threshold: crossing.threshold)
@@ -324,14 +259,14 @@ struct ReportBuilder {
 
     /// A CPU policy event: process CPU high now, or high for long.
     func cpuReport(id: String, event: CPUEvent, windowStart: MonotonicInstant, wall: Duration, now: MonotonicInstant,
-                   cores: Int) -> StallReport {
+                   cores: Int, threadCount: Int) -> StallReport {
         switch event {
         case .processCPUHigh(let usage, let top):
             return StallReport(
                 kind: .cpuHigh, id: id,
                 cause: StallCause(kind: .cpuUsage, evidence: "process CPU \(Int(usage * 100)) % of one core on \(cores) cores"),
                 startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: windowStart),
-                duration: wall, durationIsFinal: true, threadCount: (try? ThreadList.count()) ?? 0,
+                duration: wall, durationIsFinal: true, threadCount: threadCount,
                 threadCPU: top.map { ThreadCPUUsage(thread: ThreadIdentity(id: $0.threadID, name: $0.name),
                                                     cpuPercent: $0.fraction * 100) },
                 configuration: configuration)
@@ -341,7 +276,7 @@ struct ReportBuilder {
                 kind: .cpuSustained, id: id,
                 cause: StallCause(kind: .cpuUsage, evidence: "process CPU averaged \(Int(average * 100)) % of one core for \(duration)"),
                 startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: start),
-                duration: duration, durationIsFinal: true, threadCount: (try? ThreadList.count()) ?? 0,
+                duration: duration, durationIsFinal: true, threadCount: threadCount,
                 configuration: configuration)
         }
     }

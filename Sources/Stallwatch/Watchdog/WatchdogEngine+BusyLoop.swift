@@ -39,9 +39,11 @@ extension WatchdogEngine {
         guard let verdict = m.busyLoop?.observe(now: now, demand: demandDelta, wall: wall, pingLatency: pingLatency,
                                                 sample: sample),
               case .report(let busyFor, let path, let count) = verdict else { return }
-        let report = builder.busyLoopReport(id: nextReportID(), loopName: m.source.name, thread: thread, busyFor: busyFor,
+        let report = builder.busyLoopReport(id: nextReportID(), loopName: m.source.name, thread: gatherer.identity(thread),
+                                            busyFor: busyFor,
                                             demandPercent: Int(demandDelta.secondsDouble / wall.secondsDouble * 100),
-                                            path: path, count: count, now: now, lateness: lateness)
+                                            path: path, count: count, now: now, lateness: lateness,
+                                            threadCount: gatherer.threadCount())
         m.openBusyLoopReport = (report, now - busyFor)
         logger.warning("busy loop", metadata: [
             "loop": "\(m.source.name)", "busyFor": "\(busyFor)", "blamed": "\(report.blamedSummary(frames: 1))",

@@ -33,7 +33,8 @@ extension WatchdogEngine {
         let assessment = cpuPolicy.ingest(CPUReading(processCPUTimeDelta: processDelta, wallDelta: wall,
                                                      cores: cores, threads: threads))
         for event in assessment.events {
-            deliver(builder.cpuReport(id: nextReportID(), event: event, windowStart: at, wall: wall, now: now, cores: cores))
+            deliver(builder.cpuReport(id: nextReportID(), event: event, windowStart: at, wall: wall, now: now, cores: cores,
+                                      threadCount: gatherer.threadCount()))
         }
     }
 

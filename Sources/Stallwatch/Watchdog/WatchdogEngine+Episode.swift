@@ -265,7 +265,9 @@ extension WatchdogEngine {
         var report = builder.stallReport(
             id: nextReportID(),
             ReportBuilder.StallFacts(
-                loopName: m.source.name, thread: thread, start: start, elapsed: elapsed, cause: cause,
+                loopName: m.source.name, thread: thread,
+                threadName: thread.map { gatherer.threadName($0, known: m.evidence?.info?.name) } ?? "",
+                start: start, elapsed: elapsed, cause: cause,
                 evidence: m.evidence, round: facts, processCPUPercent: processCPUPercent(facts, now: now),
                 counters: counters, lateness: seenLate.map { max($0, lateness) } ?? lateness,
                 sampling: m.ring.map { ring in
@@ -428,12 +430,12 @@ extension WatchdogEngine {
         do { try ThreadList.current(into: &roundThreads) } catch { roundThreads.removeAll(keepingCapacity: true) }
         var others: [ThreadStack]?
         if case .walkAllThreads = ThreadCountPolicy(cutoff: configuration.threadCountCutoff).evaluate(threadCount: roundThreads.count) {
-            others = builder.otherThreads(except: ownThread, threads: roundThreads, maySignal: maySignal,
+            others = gatherer.otherThreads(except: ownThread, threads: roundThreads, maySignal: maySignal,
                                           deadline: MonotonicClock.now() + schedule.captureTime,
                                           stalledSample: { stalledSample(of: $0) })
         }
         let facts = RoundFacts(at: now, threadCount: roundThreads.count, otherThreads: others, process: try? ProcessStats.current(),
-                               topology: ReportBuilder.numaFacts(stalledThread: nil).nodes)
+                               topology: ReportFactsGatherer.numaFacts(stalledThread: nil).nodes)
         cachedRoundFacts = facts
         return facts
     }

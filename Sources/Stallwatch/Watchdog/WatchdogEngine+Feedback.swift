@@ -16,7 +16,8 @@ extension WatchdogEngine {
         for crossing in probe.takeFeedbackCrossings() {
             let since = crossing.busySince ?? crossing.at
             let withFacts = builder.feedbackReport(id: nextReportID(), loopName: probe.name, crossing: crossing, since: since,
-                                                   thread: crossing.stack?.thread ?? probe.thread, lateness: lateness)
+                                                   thread: (crossing.stack?.thread ?? probe.thread).map { gatherer.identity($0) },
+                                                   lateness: lateness, threadCount: gatherer.threadCount())
             logger.warning("feedback loop", metadata: [
                 "loop": "\(probe.name)", "key": "\(crossing.key)", "count": "\(crossing.count)",
                 "blamed": "\(withFacts.blamedSummary(frames: 1))", "id": "\(withFacts.id)"])

@@ -27,7 +27,7 @@ extension WatchdogEngine {
     /// The lock's facts for a report whose cause is a lock wait, with `cause` said with them.
     func lockWaitFacts(_ finding: LockWaitFinding, cause: inout StallCause) -> LockWaitFacts? {
         guard cause.kind == .lockWait,
-              let facts = builder.lockWaitFacts(finding, maySignal: maySignal,
+              let facts = gatherer.lockWaitFacts(finding, maySignal: maySignal,
                                                 deadline: MonotonicClock.now() + Self.holderCaptureTime) else { return nil }
         cause = ReportBuilder.cause(cause, with: facts)
         return facts

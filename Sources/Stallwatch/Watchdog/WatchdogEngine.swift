@@ -16,6 +16,8 @@ final class WatchdogEngine {
     let configuration: WatchdogConfiguration
     let sampler: StackSampler
     let builder: ReportBuilder
+    /// What reports say of the process beyond the samples, read from it (``ReportFactsGatherer``).
+    let gatherer: ReportFactsGatherer
     let writer: ReportWriter?
     let logger: Logger
     /// Where events go: metrics, the event stream and the user's handler, on this thread.
@@ -99,7 +101,8 @@ final class WatchdogEngine {
         self.metrics = metrics
         self.configuration = configuration
         self.sampler = sampler
-        self.builder = ReportBuilder(configuration: configuration, symbolizer: .shared, sampler: sampler)
+        self.builder = ReportBuilder(configuration: configuration, symbolizer: .shared)
+        self.gatherer = ReportFactsGatherer(builder: builder, sampler: sampler)
         self.writer = writer
         self.logger = logger
         self.sink = emit
