@@ -3,8 +3,11 @@
 # into each over 127.0.0.1 and matches every report to its stall (Tests/EndToEnd/matrix.py).
 #   scripts/stall-matrix.sh            short form (each case 4 times, 15 s of wrk per server), ~6 min
 #   scripts/stall-matrix.sh --full     full form (32 per case, 10 min of wrk per server), ~1.5 h
+#   Both forms also block every cooperative-pool worker at once (the pool deadlock) on hummingbird and
+#   vapor, in processes of their own with no load: 5 times per server (short), 32 (full). Measured on
+#   2 CPUs: the short form took 449 s of matrix.py without it, 493 s with it (its own phase 42 s).
 #   --strict: exit 1 when a goal is a MISS; --strict-counts: when a count goal is (once, loop/job,
-#   function, cause); --no-build: use the binaries already built.
+#   function, cause, pool deadlock); --no-build: use the binaries already built.
 # Results: the table on stdout, JSON in .build/stall-matrix/results.json (or --json PATH).
 set -euo pipefail
 cd "$(dirname "$0")/.."

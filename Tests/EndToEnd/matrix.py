@@ -12,13 +12,19 @@ injection counts false positives, the server is stopped (reports flushed) and ev
 matched to an injection: same thread and overlapping time (else overlapping time only, then the
 loop is wrong), or to none (a false positive).
 
+Then, on the servers whose injection routes run on the cooperative pool (hummingbird, vapor), the
+classic pool deadlock (`/inject/pooldeadlock`): every pool worker blocked at once, a few times, in a
+process of its own with no wrk load; each must get one `cooperative-pool` report listing the blocked
+jobs and one `cooperative-pool-job` report per blocked job, none twice (POOL_DEADLOCK_GOALS).
+
 Prints a confusion table per case (server, where, kind) and a PASS/MISS verdict per goal of the
 issue's Acceptance list; writes everything as JSON (--json). Exit status: 2 on a structural
 problem (a server that does not start or dies, an injection route that answers wrongly, a server
 with no matched report at all); with --strict also 1 when any goal is a MISS, with --strict-counts
 when a count goal is (COUNT_GOALS: what a loaded machine cannot break, unlike a timing); else 0.
 
-Usage: matrix.py [--full] [--strict | --strict-counts] [--reps N] [--fp-seconds S] [--json PATH] NAME=BINARY ...
+Usage: matrix.py [--full] [--strict | --strict-counts] [--reps N] [--fp-seconds S] [--kinds K,...]
+                 [--pool-deadlock-reps N] [--json PATH] NAME=BINARY ...
 (NAME is hummingbird, nio or vapor; see scripts/stall-matrix.sh)
 """
 import argparse
@@ -349,6 +355,205 @@ def evaluate(injection, event_times):
     return out
 
 
+# The classic cooperative-pool deadlock (Examples/BlockingWork PoolDeadlockInjection.swift): as many
+# jobs as the pool has workers, each waiting on one semaphore that a plain thread signals after
+# POOL_DEADLOCK_MS. Only on servers whose /inject routes run on the pool and that watch the pool's
+# ping; in processes of their own with no wrk load, as nothing else runs while the pool is blocked.
+# Each injection must get one `cooperative-pool` report that lists every blocked job (poolJobs) and
+# one `cooperative-pool-job` report per blocked job (none twice).
+POOL_DEADLOCK = "pooldeadlock"
+POOL_DEADLOCK_SERVERS = {"hummingbird", "vapor"}
+POOL_DEADLOCK_MS = 3000
+POOL_DEADLOCK_CAUSES = {"lockWait"}           # DispatchSemaphore.wait
+POOL_DEADLOCK_FUNCTION = "waitForPoolGate"
+POOL_REPORTS_PER_PROCESS = 90                 # below the watchdog's 100 reports per 24 h (see CHUNK)
+POOL_GOAL = "pool deadlock: one cooperative-pool report listing its jobs >= 99%"
+POOL_JOBS_GOAL = "pool deadlock: every blocked job reported exactly once >= 99%"
+POOL_DEADLOCK_GOALS = {POOL_GOAL, POOL_JOBS_GOAL}
+COUNT_GOALS |= POOL_DEADLOCK_GOALS   # counts as well: a loaded machine cannot break them
+
+
+def start_server(name, binary, directory):
+    try:
+        server = Server(name, binary, directory)
+    except OSError as e:
+        raise Structural(f"{name}: cannot start {binary}: {e}")
+    deadline = time.monotonic() + 120
+    while not server.ready.wait(0.2) and server.proc.poll() is None and time.monotonic() < deadline:
+        pass
+    if not server.ready.is_set():
+        server.stop()
+        raise Structural(f"{name}: no 'listening on' line (exit {server.proc.poll()}): {[l for _, l in server.lines[-5:]]}")
+    return server
+
+
+def run_pool_deadlock(name, binary, args, rng, work_dir):
+    """`args.pool_deadlock_reps` pool deadlocks of POOL_DEADLOCK_MS each, one after another, each at
+    a random phase; a fresh process (and report directory) whenever the next one could pass the
+    watchdog's report cap."""
+    base = os.path.join(work_dir, name, "pool-deadlock")
+    print(f"matrix: {name}: {args.pool_deadlock_reps} pool deadlocks of {POOL_DEADLOCK_MS} ms", flush=True)
+    started = time.monotonic()
+    injections, reports, event_times, codes = [], [], {}, []
+    process = 0
+    while len(injections) < args.pool_deadlock_reps:
+        directory = f"{base}-{process}"
+        prefix = f"pool-deadlock-{process}/"
+        server = start_server(name, binary, directory)
+        budget = POOL_REPORTS_PER_PROCESS
+        try:
+            while len(injections) < args.pool_deadlock_reps:
+                time.sleep(rng.uniform(0.3, 0.3 + THRESHOLD_MS / 1000))
+                path = f"/inject/{POOL_DEADLOCK}?ms={POOL_DEADLOCK_MS}"
+                try:
+                    status, body = server.get(path, timeout=POOL_DEADLOCK_MS / 1000 + 30)
+                except OSError as e:
+                    raise Structural(f"{name}: {path} failed: {e!r}; server exit {server.proc.poll()}")
+                if status != 200:
+                    raise Structural(f"{name}: {path} answered {status}: {body[:200]}")
+                try:
+                    answer = json.loads(body)
+                    jobs = answer["jobs"]
+                    starts, ends = [j["wallStartNs"] for j in jobs], [j["wallEndNs"] for j in jobs]
+                except (ValueError, KeyError, TypeError):
+                    raise Structural(f"{name}: {path} answered no pool-deadlock JSON: {body[:200]}")
+                if not jobs or len(jobs) != answer.get("width"):
+                    raise Structural(f"{name}: {path} blocked {len(jobs)} jobs, not the pool's width {answer.get('width')}")
+                answer.update(server=name, index=len(injections), process=process,
+                              wallStartNs=min(starts), wallEndNs=max(ends))
+                injections.append(answer)
+                if args.verbose:
+                    print(f"  {name} {POOL_DEADLOCK} {POOL_DEADLOCK_MS} ms on {[j['tid'] for j in jobs]}", flush=True)
+                budget -= 1 + len(jobs)     # one pool report and one per job
+                if budget < 1 + len(jobs):
+                    break
+            time.sleep(3)   # reports of the last stall are final once it has been seen to end
+            code = server.stop()
+            if code is None:
+                raise Structural(f"{name}: did not stop within 20 s of SIGTERM")
+            codes.append(code)
+        finally:
+            server.stop()
+        reports += read_reports(directory, prefix)
+        event_times.update(server.stall_event_times())
+        process += 1
+    return {"server": name, "injections": injections, "reports": reports, "eventTimes": event_times,
+            "exitCodes": codes, "processes": process, "seconds": time.monotonic() - started}
+
+
+def match_pool_deadlock(run):
+    """Each stall report to the pool deadlock it overlaps: the pool's own (`cooperative-pool`) or a
+    blocked job's (`cooperative-pool-job` on a job's tid), else 'other' there; overlapping none: unmatched."""
+    slack = 100 * 1_000_000
+    for injection in run["injections"]:
+        injection["poolReports"], injection["jobReports"], injection["otherReports"] = [], {}, []
+    unmatched = []
+    for report in run["reports"]:
+        if report.get("kind") != "stall":
+            continue
+        start = report.get("startTimeUnixNanoseconds", 0)
+        end = start + report.get("durationNanoseconds", 0)
+        overlapping = [i for i in run["injections"] if start <= i["wallEndNs"] + slack and end >= i["wallStartNs"] - slack]
+        if not overlapping:
+            unmatched.append(report)
+            continue
+        injection = min(overlapping, key=lambda i: abs(i["wallStartNs"] - start))
+        tid = (report.get("thread") or {}).get("id")
+        loop = report.get("loopName", "")
+        if loop == "cooperative-pool":
+            injection["poolReports"].append(report)
+        elif loop == "cooperative-pool-job" and tid in {j["tid"] for j in injection["jobs"]}:
+            injection["jobReports"].setdefault(tid, []).append(report)
+        else:
+            injection["otherReports"].append(report)
+    run["unmatched"] = unmatched
+
+
+def evaluate_pool_deadlock(injection):
+    tids = [j["tid"] for j in injection["jobs"]]
+    pool = injection["poolReports"]
+    listed = [job for job in (pool[0].get("poolJobs") or []) if job] if pool else []
+    listed_tids = {(job.get("thread") or {}).get("id") for job in listed}
+    per_job = {tid: injection["jobReports"].get(tid, []) for tid in tids}
+    firsts = [sorted(rs, key=lambda r: (r.get("sequenceInStall", 0), r.get("startTimeUnixNanoseconds", 0)))[0]
+              for rs in per_job.values() if rs]
+    own_ids = {tid: {r.get("id") for r in rs} for tid, rs in per_job.items()}
+    out = {
+        "poolCount": len(pool),
+        "listed": len(listed),
+        "listsAll": bool(pool) and set(tids) <= listed_tids,
+        # Listed entries that point at their job's own report (PoolJobStack.reportID). A figure, no
+        # goal: a pool report made before its jobs' own reports lists them with no reportID, also in
+        # its final version (seen in 1 of 5 vapor deadlocks in a matrix run, 2 of 6 by hand).
+        "listedWithOwnReport": sum(1 for job in listed if job.get("reportID")
+                                   and job["reportID"] in own_ids.get((job.get("thread") or {}).get("id"), set())),
+        "jobs": len(tids),
+        "jobsOnce": sum(1 for rs in per_job.values() if len(rs) == 1),
+        "jobsTwicePlus": sum(1 for rs in per_job.values() if len(rs) >= 2),
+        "jobsMissed": sum(1 for rs in per_job.values() if not rs),
+        "jobsRightCause": sum(1 for r in firsts if (r.get("cause") or {}).get("kind") in POOL_DEADLOCK_CAUSES),
+        "jobsFunction": sum(1 for r in firsts
+                            if any(POOL_DEADLOCK_FUNCTION in (f.get("symbol") or "") for f in r.get("blamedStack", []))),
+        "jobCauses": sorted({(r.get("cause") or {}).get("kind") or "none" for r in firsts}),
+        "other": len(injection["otherReports"]),
+    }
+    out["poolOk"] = out["poolCount"] == 1 and out["listsAll"]
+    out["jobsOk"] = out["jobsOnce"] == len(tids)
+    return out
+
+
+def summarize_pool_deadlock(pool_runs):
+    """One row per server, and the two count goals over every pool deadlock."""
+    rows = []
+    for run in pool_runs:
+        evals = [i["eval"] for i in run["injections"]]
+        rows.append({
+            "server": run["server"], "n": len(evals), "width": sorted({i["width"] for i in run["injections"]}),
+            "poolOnce": sum(1 for e in evals if e["poolCount"] == 1),
+            "poolTwicePlus": sum(1 for e in evals if e["poolCount"] >= 2),
+            "poolMissed": sum(1 for e in evals if e["poolCount"] == 0),
+            "listsAll": sum(1 for e in evals if e["listsAll"]),
+            "listedWithOwnReport": sum(e["listedWithOwnReport"] for e in evals),
+            "jobs": sum(e["jobs"] for e in evals), "jobsOnce": sum(e["jobsOnce"] for e in evals),
+            "jobsTwicePlus": sum(e["jobsTwicePlus"] for e in evals), "jobsMissed": sum(e["jobsMissed"] for e in evals),
+            "jobsRightCause": sum(e["jobsRightCause"] for e in evals), "jobsFunction": sum(e["jobsFunction"] for e in evals),
+            "jobCauses": sorted({c for e in evals for c in e["jobCauses"]}),
+            "other": sum(e["other"] for e in evals), "unmatched": len(run["unmatched"]),
+            "seconds": run["seconds"],
+        })
+    n = sum(r["n"] for r in rows)
+    if not n:
+        return rows, []
+    pool_ok = sum(1 for run in pool_runs for i in run["injections"] if i["eval"]["poolOk"])
+    jobs_ok = sum(1 for run in pool_runs for i in run["injections"] if i["eval"]["jobsOk"])
+    twice = sum(r["jobsTwicePlus"] for r in rows)
+    missed = sum(r["jobsMissed"] for r in rows)
+    goals = [
+        (POOL_GOAL, pool_ok / n >= 0.99, f"{pool_ok}/{n}"),
+        (POOL_JOBS_GOAL, jobs_ok / n >= 0.99, f"{jobs_ok}/{n} ({missed} jobs missed, {twice} twice+)"),
+    ]
+    return rows, [{"goal": g, "pass": ok, "measured": m} for g, ok, m in goals]
+
+
+def print_pool_deadlock(rows):
+    if not rows:
+        return
+    header = (f"{'server':<14}{'n':>4}{'width':>7}{'pool1':>7}{'2+':>4}{'miss':>5}{'lists':>7}{'jobs':>6}{'once':>6}"
+              f"{'2+':>4}{'miss':>5}{'cause':>7}{'fn':>5}{'ids':>5}{'other':>7}{'unm':>5}{'s':>6}  causes")
+    print(f"\nPool deadlock: every cooperative-pool worker blocked {POOL_DEADLOCK_MS} ms at once, no load; pool1/2+/miss ="
+          " cooperative-pool reports per deadlock, lists = it lists every blocked job, jobs = blocked jobs,"
+          " once/2+/miss = their cooperative-pool-job reports, ids = listed jobs naming their own report")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(f"{r['server']:<14}{r['n']:>4}{','.join(map(str, r['width'])):>7}{r['poolOnce']:>7}{r['poolTwicePlus']:>4}"
+              f"{r['poolMissed']:>5}{r['listsAll']:>7}{r['jobs']:>6}{r['jobsOnce']:>6}{r['jobsTwicePlus']:>4}"
+              f"{r['jobsMissed']:>5}{r['jobsRightCause']:>7}{r['jobsFunction']:>5}{r['listedWithOwnReport']:>5}"
+              f"{r['other']:>7}{r['unmatched']:>5}{r['seconds']:>6.0f}  {','.join(r['jobCauses'])}")
+    print(f"pool deadlock phase added {sum(r['seconds'] for r in rows):.0f} s "
+          f"({', '.join('%s %.0f s' % (r['server'], r['seconds']) for r in rows)})")
+
+
 def pct(values, p):
     """Nearest-rank percentile (p99 of fewer than 100 values is their maximum)."""
     if not values:
@@ -439,7 +644,16 @@ def summarize(cases, runs):
     return rows, [{"goal": g, "pass": ok, "measured": m} for g, ok, m in goals]
 
 
-def print_table(rows, goals, runs):
+def print_table(rows, goals, runs, pool_rows=()):
+    if rows:
+        print_cases(rows, runs)
+    print_pool_deadlock(pool_rows)
+    print("\nGoals (issue 18 Acceptance):")
+    for g in goals:
+        print(f"  {'PASS' if g['pass'] else 'MISS'}  {g['goal']:<50} {g['measured']}")
+
+
+def print_cases(rows, runs):
     header = (f"{'case':<26}{'n':>4}{'once':>6}{'2+':>4}{'miss':>5}{'loop':>6}{'cause':>6}{'fn':>5}"
               f"{'|start|':>8}{'|dur|':>7}{'lat':>6}{'0.7x':>7}  causes")
     print("\nStall matrix: stalls >= 1.2x threshold; errors and latency are p99 in ms; 0.7x = reported/injected")
@@ -464,9 +678,6 @@ def print_table(rows, goals, runs):
         for report in run["unmatched"]:
             print(f"unmatched report {run['server']}: {report['_file']} loop={report.get('loopName')} "
                   f"cause={(report.get('cause') or {}).get('kind')} duration={report.get('durationNanoseconds', 0) / 1e6:.0f} ms")
-    print("\nGoals (issue 18 Acceptance):")
-    for g in goals:
-        print(f"  {'PASS' if g['pass'] else 'MISS'}  {g['goal']:<50} {g['measured']}")
 
 
 def main():
@@ -480,17 +691,27 @@ def main():
                         help="exit 1 when a count goal is a MISS (once, loop/job, function, cause); timing goals stay figures")
     parser.add_argument("--seed", type=int, default=int(time.time()))
     parser.add_argument("--json", default="stall-matrix-results.json")
-    parser.add_argument("--kinds", help="comma-separated subset of kinds (a quick look at a few cases)")
+    parser.add_argument("--kinds", help="comma-separated subset of kinds (a quick look at a few cases); "
+                        f"{POOL_DEADLOCK} selects the pool-deadlock runs")
+    parser.add_argument("--pool-deadlock-reps", type=int,
+                        help=f"pool deadlocks per server ({', '.join(sorted(POOL_DEADLOCK_SERVERS))}); short form 5, full 32; 0: none")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     args.reps = args.reps or (8 if args.full else 1)
     args.fp_seconds = args.fp_seconds or (600 if args.full else 15)
+    if args.pool_deadlock_reps is None:
+        args.pool_deadlock_reps = 32 if args.full else 5
+    kinds = args.kinds.split(",") if args.kinds else None
+    run_cases = kinds is None or any(k != POOL_DEADLOCK for k in kinds)
+    run_pool = (kinds is None or POOL_DEADLOCK in kinds) and args.pool_deadlock_reps > 0
     if shutil.which("wrk") is None:
         print("matrix: wrk is not installed (scripts/install-deps.sh)", file=sys.stderr)
         return 2
     rng = random.Random(args.seed)
+    pool_rng = random.Random(f"pool-deadlock-{args.seed}")   # the cases' plan for a seed stays as it was
     work_dir = tempfile.mkdtemp(prefix="stallwatch-matrix-")
     runs = []
+    pool_runs = []
     structural = []
     began = time.monotonic()
     try:
@@ -498,6 +719,21 @@ def main():
             name, binary = spec.split("=", 1)
             if name not in TARGETS:
                 structural.append(f"unknown server {name}")
+                continue
+            if run_pool and name in POOL_DEADLOCK_SERVERS:
+                try:
+                    pool_run = run_pool_deadlock(name, binary, args, pool_rng, work_dir)
+                except Structural as e:
+                    structural.append(str(e))
+                    print(f"matrix: STRUCTURAL {e}", flush=True)
+                else:
+                    match_pool_deadlock(pool_run)
+                    for injection in pool_run["injections"]:
+                        injection["eval"] = evaluate_pool_deadlock(injection)
+                    print(f"matrix: {name}: {len(pool_run['injections'])} pool deadlocks, {len(pool_run['reports'])} report files,"
+                          f" {pool_run['seconds']:.0f} s", flush=True)
+                    pool_runs.append(pool_run)
+            if not run_cases:
                 continue
             try:
                 run = run_server(name, binary, args, rng, work_dir)
@@ -516,13 +752,29 @@ def main():
         for run in runs:
             for i in run["injections"]:
                 cases.setdefault((run["server"], i["where"], i["kind"]), []).append(i)
-        rows, goals = summarize(cases, runs)
-        print_table(rows, goals, runs)
+        # The cases' goals only when cases ran (--kinds pooldeadlock runs none).
+        rows, goals = summarize(cases, runs) if runs else ([], [])
+        pool_rows, pool_goals = summarize_pool_deadlock(pool_runs)
+        goals += pool_goals
+        print_table(rows, goals, runs, pool_rows)
         for problem in structural:
             print(f"STRUCTURAL: {problem}")
         result = {
             "thresholdMs": THRESHOLD_MS, "multipliers": MULTIPLIERS, "reps": args.reps, "seed": args.seed,
             "full": args.full, "seconds": time.monotonic() - began, "rows": rows, "goals": goals, "structural": structural,
+            "poolDeadlock": {
+                "ms": POOL_DEADLOCK_MS, "reps": args.pool_deadlock_reps, "rows": pool_rows,
+                "seconds": sum(r["seconds"] for r in pool_runs),
+                "runs": [{
+                    "server": r["server"], "seconds": r["seconds"], "exitCodes": r["exitCodes"], "processes": r["processes"],
+                    "unmatched": [rep["_file"] for rep in r["unmatched"]],
+                    "injections": [{k: v for k, v in i.items() if k not in ("poolReports", "jobReports", "otherReports")}
+                                   | {"poolReportFiles": [rep["_file"] for rep in i["poolReports"]],
+                                      "jobReportFiles": {str(t): [rep["_file"] for rep in rs] for t, rs in i["jobReports"].items()},
+                                      "otherReportFiles": [rep["_file"] for rep in i["otherReports"]]}
+                                   for i in r["injections"]],
+                } for r in pool_runs],
+            },
             "runs": [{
                 "server": r["server"], "seconds": r["seconds"], "exitCode": r["exitCode"], "noInjectionRun": r["noInjectionRun"],
                 "unmatched": [{k: rep.get(k) for k in ("_file", "loopName", "startTimeUnixNanoseconds", "durationNanoseconds", "cause")}

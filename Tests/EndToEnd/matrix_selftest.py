@@ -66,7 +66,7 @@ expect("an unmatched report is a MISS", verdict["0 reports matching no injected 
 expect("a no-injection report is a false positive", verdict["0 false positives under wrk with no injection"] is False)
 expect("a silent 0.7x stall passes its goal", verdict["stalls <= 0.8x threshold reported 0 times"] is True)
 expect("nearest-rank p99 of 3 values is the largest", matrix.pct([1, 5, 3], 99) == 5)
-expect("every count goal is one the summary makes", matrix.COUNT_GOALS <= set(verdict))
+expect("every count goal but the pool deadlock's is one the summary makes", matrix.COUNT_GOALS - matrix.POOL_DEADLOCK_GOALS <= set(verdict))
 chain = ["blockOnCPU", "computeUnderAsyncChain", "closure in timedInjection", "chainRepository() async",
          "chainService() async", "chainRoute() async", "swift_job_run"]
 expect("an async chain named in order counts", matrix.named_in_order(matrix.ASYNC_CHAINS["async3"], chain))
@@ -110,5 +110,64 @@ lock_verdict = {g["goal"]: (g["pass"], g["measured"]) for g in lock_goals}
 expect("holder goal counts 1 of 2 and MISSes", lock_verdict.get("mutex holder named (thread and function) >= 95%") == (False, "1/2"))
 expect("no-owner goal passes", lock_verdict.get("semaphore wait says 'no owner' in every report") == (True, "1/1"))
 expect("lock goals absent when no lock stall ran", not any("holder" in g["goal"] for g in goals))
+
+# The pool deadlock: one cooperative-pool report listing every blocked job, one job report per job.
+def deadlock(start_ms, tids, length_ms=3000):
+    jobs = [injection("pooldeadlock", start_ms, length_ms, tid, where="pool") for tid in tids]
+    return {"kind": "pooldeadlock", "ms": length_ms, "width": len(tids), "jobs": jobs,
+            "wallStartNs": start_ms * MS, "wallEndNs": (start_ms + length_ms) * MS}
+
+
+def pool_report(name, start_ms, listed, ids=None):
+    r = report(name, start_ms, 2800, tid=99, loop="cooperative-pool", cause="starved", symbols=())
+    r["poolJobs"] = [{"thread": {"id": t, "name": "w"}, "reportID": (ids or {}).get(t), "frames": []} for t in listed]
+    return r
+
+
+def job_report(name, start_ms, tid):
+    return report(name, start_ms, 2900, tid=tid, loop="cooperative-pool-job", cause="lockWait",
+                  symbols=("BlockingWork.waitForPoolGate(Dispatch.DispatchSemaphore) -> ()",))
+
+
+good = deadlock(100_000, [21, 22])
+no_pool = deadlock(110_000, [23, 24])
+twice = deadlock(120_000, [25, 26])
+partial = deadlock(130_000, [27, 28])
+pool_run = {"server": "hb", "seconds": 20, "injections": [good, no_pool, twice, partial], "reports": [
+    pool_report("p1", 100_100, [21, 22], ids={21: "j1", 22: "j2"}), job_report("j1", 100_010, 21), job_report("j2", 100_020, 22),
+    job_report("j3", 110_010, 23), job_report("j4", 110_020, 24),                                    # no pool report
+    pool_report("p3", 120_100, [25, 26]), job_report("j5", 120_010, 25), job_report("j6", 120_020, 26),
+    job_report("j6b", 121_500, 26),                                                                   # job 26 twice
+    pool_report("p4", 130_100, [27]), job_report("j7", 130_010, 27), job_report("j8", 130_020, 28),  # lists only 27
+    report("n1", 130_500, 900, tid=5, loop="nio-loop-0"),                                             # another loop
+    pool_report("u1", 200_000, [21]),                                                                  # no deadlock then
+]}
+matrix.match_pool_deadlock(pool_run)
+for i in pool_run["injections"]:
+    i["eval"] = matrix.evaluate_pool_deadlock(i)
+g = good["eval"]
+expect("a clean pool deadlock passes both checks", g["poolOk"] and g["jobsOk"] and g["jobsRightCause"] == 2
+       and g["jobsFunction"] == 2 and g["listedWithOwnReport"] == 2)
+expect("no cooperative-pool report: a pool miss, its jobs still once",
+       no_pool["eval"]["poolCount"] == 0 and not no_pool["eval"]["poolOk"] and no_pool["eval"]["jobsOk"])
+expect("a job reported twice: a jobs miss", twice["eval"]["jobsTwicePlus"] == 1 and not twice["eval"]["jobsOk"]
+       and twice["eval"]["poolOk"])
+expect("a pool report listing only some jobs: a pool miss", not partial["eval"]["listsAll"] and not partial["eval"]["poolOk"])
+expect("a report of another loop during a deadlock is 'other'", partial["eval"]["other"] == 1)
+expect("a pool report overlapping no deadlock is unmatched", [r["_file"] for r in pool_run["unmatched"]] == ["u1"])
+pool_rows, pool_goals = matrix.summarize_pool_deadlock([pool_run])
+pool_verdict = {x["goal"]: (x["pass"], x["measured"].split(" ")[0]) for x in pool_goals}
+expect("pool goal counts 2 of 4 and MISSes", pool_verdict.get(matrix.POOL_GOAL) == (False, "2/4"))
+expect("jobs goal counts 3 of 4 and MISSes", pool_verdict.get(matrix.POOL_JOBS_GOAL) == (False, "3/4"))
+expect("the pool-deadlock goals are count goals (--strict-counts fails on them)",
+       matrix.POOL_DEADLOCK_GOALS <= matrix.COUNT_GOALS and matrix.POOL_DEADLOCK_GOALS == set(pool_verdict))
+expect("the row counts jobs once, twice, missed", (pool_rows[0]["jobs"], pool_rows[0]["jobsOnce"], pool_rows[0]["jobsTwicePlus"],
+                                                   pool_rows[0]["jobsMissed"]) == (8, 7, 1, 0))
+clean = {"server": "hb", "seconds": 5, "injections": [deadlock(100_000, [21, 22])], "reports": [
+    pool_report("p1", 100_100, [21, 22]), job_report("j1", 100_010, 21), job_report("j2", 100_020, 22)]}
+matrix.match_pool_deadlock(clean)
+clean["injections"][0]["eval"] = matrix.evaluate_pool_deadlock(clean["injections"][0])
+expect("a clean run passes both pool-deadlock goals", all(x["pass"] for x in matrix.summarize_pool_deadlock([clean])[1]))
+expect("no pool-deadlock goals when none ran", matrix.summarize_pool_deadlock([]) == ([], []))
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)

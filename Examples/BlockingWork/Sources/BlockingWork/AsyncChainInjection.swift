@@ -11,8 +11,10 @@ public let asyncChainFunctions: [String: [String]] = Dictionary(uniqueKeysWithVa
     ("async\(depth)", ["computeUnderAsyncChain"] + levels.suffix(depth).reversed())
 })
 
-/// Runs an async-chain injection kind (`async1`, `async3`, `async5`); nil for any other kind.
+/// Runs an injection kind that needs an async caller: an async-chain kind (`async1`, `async3`,
+/// `async5`) or the pool deadlock (`pooldeadlock`, PoolDeadlockInjection.swift); nil for any other kind.
 public func runAsyncInjection(kind: String, milliseconds: Int) async -> String? {
+    if kind == poolDeadlockKind { return await runPoolDeadlockInjection(milliseconds: milliseconds) }
     guard asyncChainFunctions[kind] != nil, let depth = Int(kind.dropFirst("async".count)) else { return nil }
     let job = ChainJob(kind: kind, milliseconds: milliseconds)
     switch depth {

@@ -29,6 +29,7 @@ func addRoutes(to router: Router<BasicRequestContext>) {
         return "blocked \(kind) \(milliseconds) ms\n"
     }
     // The fault-injection matrix's labelled stalls, as pool jobs; the answer says when and where.
+    // `pooldeadlock` blocks every pool worker at once (BlockingWork `runPoolDeadlockInjection`).
     router.get("/inject/:kind") { request, context -> String in
         let milliseconds = request.uri.queryParameters.get("ms", as: Int.self) ?? 1500
         let kind = context.parameters.get("kind") ?? ""

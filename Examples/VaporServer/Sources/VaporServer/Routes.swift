@@ -26,7 +26,8 @@ func addRoutes(to app: Application) {
         return "blocked \(kind) \(milliseconds) ms\n"
     }
     // The fault-injection matrix's labelled stalls, as pool jobs (async) and, from a synchronous
-    // closure, on Vapor's event loop itself; the answer says when and where.
+    // closure, on Vapor's event loop itself; the answer says when and where. `pooldeadlock` (async
+    // only) blocks every pool worker at once (BlockingWork `runPoolDeadlockInjection`).
     app.get("inject", ":kind") { request async throws -> String in
         let milliseconds = request.query[Int.self, at: "ms"] ?? 1500
         let kind = request.parameters.get("kind") ?? ""
