@@ -56,6 +56,9 @@ final class LoopMonitor {
     var busyLoop: BusyLoopDetector?
     /// The largest ping latency since the busy-loop detector last judged the loop.
     var busyLoopLag: Duration?
+    /// The id and start of the last stall report this loop finished: a pool report made a moment
+    /// before its jobs' own reports links them when it is made final.
+    var lastFinishedReport: (id: String, start: Int64)?
     /// The busy-loop report of the streak in progress, made final when the streak ends.
     var openBusyLoopReport: (report: StallReport, start: MonotonicInstant)?
     /// Feedback reports of the busy period in progress (with its start and number), made final

@@ -392,6 +392,8 @@ extension WatchdogEngine {
         let kept = inside.count
         var final = builder.updated(report, start: episode.start, duration: duration, final: true, samples: inside,
                                     cause: cause)
+        m.lastFinishedReport = (final.id, final.startTimeUnixNanoseconds)
+        if final.poolJobs != nil { linkPoolJobReports(&final) }
         var facts = final.sampling ?? SamplingFacts(interval: sampling.interval, reason: sampling.reason)
         if let why = FewSamples.reason(kept: kept, dropped: m.samples.count - kept, cause: final.cause?.kind,
                                        duration: duration, interval: .nanoseconds(facts.intervalNanoseconds)) {

@@ -27,4 +27,24 @@ extension WatchdogEngine {
         }
         return jobs.isEmpty ? nil : jobs.sorted { $0.since < $1.since }.map(\.job)
     }
+
+    /// A pool report made in the same round as its jobs' reports, but before them, listed those
+    /// jobs without a report id: its final version links each job's report, in progress or just
+    /// finished, when it began with the job (within one sampling interval of the job's start).
+    func linkPoolJobReports(_ report: inout StallReport) {
+        guard var jobs = report.poolJobs else { return }
+        let slack = max(configuration.sampleInterval, schedule.pingPeriod).clampedNanoseconds
+        for i in jobs.indices where jobs[i].reportID == nil {
+            guard let start = jobs[i].startTimeUnixNanoseconds else { continue }
+            // A pool thread's job monitor (the pool's own ping monitor names a worker too).
+            for m in monitors.values where !m.ownsBusyRecord && m.source.thread?.rawValue == jobs[i].thread.id {
+                let made = m.detector.episode?.report.map { ($0.id, $0.startTimeUnixNanoseconds) } ?? m.lastFinishedReport
+                if let made, abs(made.1 - start) <= slack {
+                    jobs[i].reportID = made.0
+                    break
+                }
+            }
+        }
+        report.poolJobs = jobs
+    }
 }
