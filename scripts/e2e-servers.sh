@@ -3,17 +3,11 @@
 # and checks Stallwatch's reports from outside, over 127.0.0.1 (Tests/EndToEnd/servers.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Each step's wall time, then the total, so a CI log shows where the time goes. A failed step's
-# status is kept (the last one wins) and the next steps still run: one log shows every failure.
-status=0
-started=$SECONDS
-step() {
-  local name=$1 t=$SECONDS rc=0
-  shift
-  "$@" || rc=$?
-  echo "e2e: step $name: $((SECONDS - t)) s (exit $rc)"
-  [ "$rc" -eq 0 ] || status=$rc
-}
+# Each step's wall time, then the total (scripts/lib/steps.sh). A failed step's status is kept in
+# $status (the last one wins) and the next steps still run: one log shows every failure.
+STEP_PREFIX=e2e STEP_MODE=continue
+. scripts/lib/steps.sh
+started=$step_started
 bin=Examples/.build/debug
 # All the servers in one build: their shared dependencies (swift-nio, Stallwatch, ...) compile once.
 echo "e2e: building Examples (HummingbirdServer, HummingbirdServerBare, NIOServer, VaporServer)"

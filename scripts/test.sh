@@ -2,19 +2,11 @@
 # The test command: installs what it needs, builds with C warnings as errors, runs every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Each step's wall time, and the total at the end, so a CI log shows where the time goes. A failed
-# step stops the run with its own status, as a failed command under `set -e` would.
-started=$SECONDS
-step() {
-  local name=$1 t=$SECONDS rc=0
-  shift
-  "$@" || rc=$?
-  echo "test: step $name: $((SECONDS - t)) s"
-  if [ "$rc" -ne 0 ]; then
-    echo "test: step $name failed (exit $rc); total: $((SECONDS - started)) s"
-    exit "$rc"
-  fi
-}
+# Each step's wall time, and the total at the end (scripts/lib/steps.sh). A failed step stops the
+# run with its own status, as a failed command under `set -e` would.
+STEP_PREFIX=test STEP_MODE=stop
+. scripts/lib/steps.sh
+started=$step_started
 step install-deps scripts/install-deps.sh
 # -Werror goes first: SwiftPM 6.3 rejects a trailing -Werror.
 CFLAGS=(-Xcc -Werror -Xcc -Wall -Xcc -Wextra)
