@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The labelled fault-injection matrix (issue 18): builds the example servers, injects known stalls
+# The labelled fault-injection matrix: builds the example servers, injects known stalls
 # into each over 127.0.0.1 and matches every report to its stall (Tests/EndToEnd/matrix.py).
 #   scripts/stall-matrix.sh            short form (each case 4 times, 15 s of wrk per server), ~6 min
 #   scripts/stall-matrix.sh --full     full form (32 per case, 10 min of wrk per server), ~1.5 h

@@ -177,9 +177,6 @@ static struct rest_watch *add_watch(sw_loop_rest_t *set, int fd) {
     return w;
 }
 
-// A request stays in flight when its loop is disarmed, and serves the next arm: cancelling it
-// would post a completion that wakes the watchdog (and a late look disarms and re-arms every
-// resting loop). A completion while disarmed costs one wake when that loop gets an event.
 static long sys_io_cancel(aio_context_t ctx, struct iocb *cb, struct io_event *ev) {
     return syscall(SYS_io_cancel, ctx, cb, ev);
 }
@@ -193,6 +190,9 @@ static void cancel_request(sw_loop_rest_t *set, struct rest_watch *w) {
     w->pending = 0;
 }
 
+// A request stays in flight when its loop is disarmed, and serves the next arm: cancelling it
+// would post a completion that wakes the watchdog (and a late look disarms and re-arms every
+// resting loop). A completion while disarmed costs one wake when that loop gets an event.
 static int arm_aio(sw_loop_rest_t *set, int loop_epfd, uint64_t token) {
     struct rest_watch *w = find_watch(set, loop_epfd);
     if (w == NULL && (w = add_watch(set, loop_epfd)) == NULL) return -ENOMEM;
@@ -218,6 +218,8 @@ static int arm_aio(sw_loop_rest_t *set, int loop_epfd, uint64_t token) {
 }
 
 int sw_loop_rest_arm(sw_loop_rest_t *set, int loop_epfd, uint64_t token) {
+    // -1 also marks a free watch slot: never looked up.
+    if (loop_epfd < 0) return -EBADF;
     if (loop_epfd == set->epfd || loop_epfd == set->efd || loop_epfd == g_wake_fd ||
         loop_epfd == sw_pool_wake_timer_fd()) return -EINVAL;
     if (set->ctx != 0) return arm_aio(set, loop_epfd, token);
@@ -228,6 +230,7 @@ int sw_loop_rest_arm(sw_loop_rest_t *set, int loop_epfd, uint64_t token) {
 }
 
 int sw_loop_rest_disarm(sw_loop_rest_t *set, int loop_epfd) {
+    if (loop_epfd < 0) return -EBADF;
     if (set->ctx != 0) {
         struct rest_watch *w = find_watch(set, loop_epfd);
         if (w == NULL || (!w->active && !w->woke)) return -ENOENT;
@@ -251,6 +254,7 @@ void sw_loop_rest_release_idle(sw_loop_rest_t *set) {
 
 // The loops whose requests completed with an event since the last call: their tokens, at most
 // `max`; the others stay marked, counted again in the eventfd so that the next wait takes them.
+// -errno when the ring cannot be read: its completions, and so the loops' wakes, would be lost.
 static int harvest_aio(sw_loop_rest_t *set, uint64_t *fired, int max) {
     uint64_t counted;
     ssize_t got = read(set->efd, &counted, sizeof counted);
@@ -260,6 +264,7 @@ static int harvest_aio(sw_loop_rest_t *set, uint64_t *fired, int max) {
     long n;
     do {
         n = sys_io_getevents(set->ctx, 0, AIO_BATCH, events, &none);
+        if (n < 0 && errno != EINTR) return -errno;
         for (long i = 0; i < n; i++) {
             struct rest_watch *w = (struct rest_watch *)(uintptr_t)events[i].obj;
             // A cancelled request completes with no event; a completion of an older one is stale.
@@ -307,15 +312,9 @@ static int wait_events(int set, struct epoll_event *events, int max, int64_t tim
     return n >= 0 ? n : -errno;
 }
 
-static int64_t monotonic_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 int sw_loop_rest_wait(sw_loop_rest_t *set, uint32_t seen, int64_t timeout_ns, uint64_t *fired, int max) {
     if (timeout_ns <= 0) return 0;
-    int64_t deadline = monotonic_ns() + timeout_ns;
+    int64_t deadline = sw_now_ns() + timeout_ns;
     for (;;) {
         struct epoll_event events[16];
         // Counted before the generation is read: a bump after the read finds a sleeper and writes
@@ -331,7 +330,9 @@ int sw_loop_rest_wait(sw_loop_rest_t *set, uint32_t seen, int64_t timeout_ns, ui
         for (int i = 0; i < n; i++) {
             uint64_t token = events[i].data.u64;
             if (token == AIO_TOKEN) {
-                count += harvest_aio(set, fired + count, max - count);
+                int harvested = harvest_aio(set, fired + count, max - count);
+                if (harvested < 0) return harvested;
+                count += harvested;
             } else if (token == WAKE_TOKEN) {
                 woken = 1;
             } else if (count < max) {
@@ -341,7 +342,7 @@ int sw_loop_rest_wait(sw_loop_rest_t *set, uint32_t seen, int64_t timeout_ns, ui
         if (count > 0 || woken) return count;
         // Only cancelled, stale or disarmed requests completed: no loop woke, so sleep on for
         // what is left, as epoll itself does when a nested descriptor had nothing to deliver.
-        timeout_ns = deadline - monotonic_ns();
+        timeout_ns = deadline - sw_now_ns();
         if (timeout_ns <= 0) return 0;
     }
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The labelled fault-injection matrix (issue 18): known stalls injected into real servers, every
+"""The labelled fault-injection matrix: known stalls injected into real servers, every
 report matched to the stall it belongs to.
 
 Starts each example server (Examples/) on 127.0.0.1 with its reports in a fresh directory, then
@@ -207,6 +207,35 @@ def read_reports(directory, prefix=""):
 CHUNK = int(os.environ.get("STALL_MATRIX_CHUNK", "90"))
 
 
+def start_server(name, binary, directory):
+    try:
+        server = Server(name, binary, directory)
+    except OSError as e:
+        raise Structural(f"{name}: cannot start {binary}: {e}")
+    deadline = time.monotonic() + 120
+    while not server.ready.wait(0.2) and server.proc.poll() is None and time.monotonic() < deadline:
+        pass
+    if not server.ready.is_set():
+        server.stop()
+        raise Structural(f"{name}: no 'listening on' line (exit {server.proc.poll()}): {[l for _, l in server.lines[-5:]]}")
+    return server
+
+
+def get_json(server, name, path, timeout=None):
+    """GET `path` on `server`: its JSON answer, or Structural (a failed request, a status other
+    than 200, an answer that is no JSON)."""
+    try:
+        status, body = server.get(path) if timeout is None else server.get(path, timeout=timeout)
+    except OSError as e:
+        raise Structural(f"{name}: {path} failed: {e!r}; server exit {server.proc.poll()}")
+    if status != 200:
+        raise Structural(f"{name}: {path} answered {status}: {body[:200]}")
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise Structural(f"{name}: {path} answered no JSON: {body[:200]}")
+
+
 def run_server(name, binary, args, rng, work_dir):
     report_dir = os.path.join(work_dir, name, "reports")
     os.makedirs(os.path.dirname(report_dir), exist_ok=True)
@@ -227,17 +256,9 @@ def run_server(name, binary, args, rng, work_dir):
         last = chunk_index == len(chunks) - 1
         directory = report_dir if chunk_index == 0 else f"{report_dir}-{chunk_index}"
         prefix = "" if chunk_index == 0 else f"{chunk_index}/"
-        try:
-            server = Server(name, binary, directory)
-        except OSError as e:
-            raise Structural(f"{name}: cannot start {binary}: {e}")
+        server = start_server(name, binary, directory)
         load = None
         try:
-            deadline = time.monotonic() + 120
-            while not server.ready.wait(0.2) and server.proc.poll() is None and time.monotonic() < deadline:
-                pass
-            if not server.ready.is_set():
-                raise Structural(f"{name}: no 'listening on' line (exit {server.proc.poll()}): {[l for _, l in server.lines[-5:]]}")
             # Light load on other routes for the whole injection phase, sized to outlast it.
             load = wrk(server.port, len(chunk) * 4 + 60, True, os.path.dirname(report_dir))
             for position, (where, prefix_route, kind, multiplier) in enumerate(chunk):
@@ -245,16 +266,7 @@ def run_server(name, binary, args, rng, work_dir):
                 if position > 0:  # random phase against the watchdog's rounds; the first comes at once
                     time.sleep(rng.uniform(0.3, 0.3 + THRESHOLD_MS / 1000))
                 ms = int(round(THRESHOLD_MS * multiplier))
-                try:
-                    status, body = server.get(f"{prefix_route}{kind}?ms={ms}")
-                except OSError as e:
-                    raise Structural(f"{name}: {prefix_route}{kind}?ms={ms} failed: {e!r}; server exit {server.proc.poll()}")
-                if status != 200:
-                    raise Structural(f"{name}: {prefix_route}{kind}?ms={ms} answered {status}: {body[:200]}")
-                try:
-                    answer = json.loads(body)
-                except ValueError:
-                    raise Structural(f"{name}: {prefix_route}{kind} answered no JSON: {body[:200]}")
+                answer = get_json(server, name, f"{prefix_route}{kind}?ms={ms}")
                 answer.update(server=name, where=where, multiplier=multiplier, first=position == 0, index=index)
                 injections.append(answer)
                 if args.verbose:
@@ -373,20 +385,6 @@ POOL_DEADLOCK_GOALS = {POOL_GOAL, POOL_JOBS_GOAL}
 COUNT_GOALS |= POOL_DEADLOCK_GOALS   # counts as well: a loaded machine cannot break them
 
 
-def start_server(name, binary, directory):
-    try:
-        server = Server(name, binary, directory)
-    except OSError as e:
-        raise Structural(f"{name}: cannot start {binary}: {e}")
-    deadline = time.monotonic() + 120
-    while not server.ready.wait(0.2) and server.proc.poll() is None and time.monotonic() < deadline:
-        pass
-    if not server.ready.is_set():
-        server.stop()
-        raise Structural(f"{name}: no 'listening on' line (exit {server.proc.poll()}): {[l for _, l in server.lines[-5:]]}")
-    return server
-
-
 def run_pool_deadlock(name, binary, args, rng, work_dir):
     """`args.pool_deadlock_reps` pool deadlocks of POOL_DEADLOCK_MS each, one after another, each at
     a random phase; a fresh process (and report directory) whenever the next one could pass the
@@ -405,17 +403,11 @@ def run_pool_deadlock(name, binary, args, rng, work_dir):
             while len(injections) < args.pool_deadlock_reps:
                 time.sleep(rng.uniform(0.3, 0.3 + THRESHOLD_MS / 1000))
                 path = f"/inject/{POOL_DEADLOCK}?ms={POOL_DEADLOCK_MS}"
+                answer = get_json(server, name, path, timeout=POOL_DEADLOCK_MS / 1000 + 30)
                 try:
-                    status, body = server.get(path, timeout=POOL_DEADLOCK_MS / 1000 + 30)
-                except OSError as e:
-                    raise Structural(f"{name}: {path} failed: {e!r}; server exit {server.proc.poll()}")
-                if status != 200:
-                    raise Structural(f"{name}: {path} answered {status}: {body[:200]}")
-                try:
-                    answer = json.loads(body)
                     jobs = answer["jobs"]
                     starts, ends = [j["wallStartNs"] for j in jobs], [j["wallEndNs"] for j in jobs]
-                except (ValueError, KeyError, TypeError):
+                except (KeyError, TypeError):
                     raise Structural(f"{name}: {path} answered no pool-deadlock JSON: {body[:200]}")
                 if not jobs or len(jobs) != answer.get("width"):
                     raise Structural(f"{name}: {path} blocked {len(jobs)} jobs, not the pool's width {answer.get('width')}")
@@ -648,7 +640,7 @@ def print_table(rows, goals, runs, pool_rows=()):
     if rows:
         print_cases(rows, runs)
     print_pool_deadlock(pool_rows)
-    print("\nGoals (issue 18 Acceptance):")
+    print("\nGoals (the matrix's acceptance list):")
     for g in goals:
         print(f"  {'PASS' if g['pass'] else 'MISS'}  {g['goal']:<50} {g['measured']}")
 

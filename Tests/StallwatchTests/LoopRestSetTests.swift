@@ -16,12 +16,13 @@ struct LoopRestSetTests {
         return (epfd, efd)
     }
 
-    /// What the loop's thread does when woken: takes its events and reads its eventfd.
-    private func loopTakesItsEvents(_ loop: (epfd: Int32, eventfd: Int32)) -> Int32 {
-        sw_test_loop_take_events(loop.epfd, loop.eventfd)
+    /// Another thread's `execute` wakes the loop, whose thread takes its events (and reads its
+    /// eventfd) before the watchdog waits: returns how many events it took.
+    @discardableResult
+    private func wakeLoopTakingItsEvents(_ loop: (epfd: Int32, eventfd: Int32)) -> Int32 {
+        sw_test_loop_kick(loop.eventfd)
+        return sw_test_loop_take_events(loop.epfd, loop.eventfd)
     }
-
-    private func write(one fd: Int32) { sw_test_loop_kick(fd) }
 
     /// The tokens the set reports within `timeout`: waits again after each return (another test's
     /// pool enqueue or watchdog bumps the wake-up generation, which ends a wait early), until
@@ -63,9 +64,7 @@ struct LoopRestSetTests {
         #expect(sw_loop_rest_arm(set, loop.epfd, 42) == 0)
         // Nothing happened yet: a short wait reports nothing.
         #expect(tokens(set, within: .milliseconds(20)).isEmpty)
-        // Another thread's `execute`; the loop's thread wakes and takes it before the watchdog waits.
-        write(one: loop.eventfd)
-        #expect(loopTakesItsEvents(loop) == 1)
+        #expect(wakeLoopTakingItsEvents(loop) == 1)
         #expect(tokens(set, within: .seconds(1), until: 1) == [42])
         // One event per arm: nothing more until it is armed again.
         #expect(tokens(set, within: .milliseconds(20)).isEmpty)
@@ -80,12 +79,10 @@ struct LoopRestSetTests {
         defer { close(loop.epfd); close(loop.eventfd) }
         #expect(sw_loop_rest_arm(set, loop.epfd, 7) == 0)
         #expect(sw_loop_rest_disarm(set, loop.epfd) == 0)
-        write(one: loop.eventfd)
-        _ = loopTakesItsEvents(loop)
+        wakeLoopTakingItsEvents(loop)
         #expect(tokens(set, within: .milliseconds(50)).isEmpty)
         #expect(sw_loop_rest_arm(set, loop.epfd, 8) == 0)
-        write(one: loop.eventfd)
-        _ = loopTakesItsEvents(loop)
+        wakeLoopTakingItsEvents(loop)
         #expect(tokens(set, within: .seconds(1), until: 1) == [8])
     }
 
@@ -101,8 +98,7 @@ struct LoopRestSetTests {
             #expect(sw_loop_rest_arm(set, loop.epfd, UInt64(100 + i)) == 0)
         }
         for loop in loops {
-            write(one: loop.eventfd)
-            _ = loopTakesItsEvents(loop)
+            wakeLoopTakingItsEvents(loop)
         }
         #expect(tokens(set, within: .seconds(2), until: 5, room: 2).sorted() == [100, 101, 102, 103, 104])
     }
@@ -120,15 +116,14 @@ struct LoopRestSetTests {
         defer { close(new.epfd); close(new.eventfd) }
         #expect(new.epfd == old.epfd, "the kernel gives the lowest free number")
         #expect(sw_loop_rest_arm(set, new.epfd, 2) == 0)
-        write(one: new.eventfd)
-        _ = loopTakesItsEvents(new)
+        wakeLoopTakingItsEvents(new)
         #expect(tokens(set, within: .seconds(1), until: 1) == [2])
         // Released: a disarmed loop's request is cancelled; its event wakes nothing.
         #expect(sw_loop_rest_disarm(set, new.epfd) == -ENOENT)
         #expect(sw_loop_rest_arm(set, new.epfd, 2) == 0)
         #expect(sw_loop_rest_disarm(set, new.epfd) == 0)
         sw_loop_rest_release_idle(set)
-        write(one: new.eventfd)
+        sw_test_loop_kick(new.eventfd)
         #expect(tokens(set, within: .milliseconds(50)).isEmpty)
     }
 

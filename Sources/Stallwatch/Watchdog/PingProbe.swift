@@ -290,12 +290,11 @@ public final class PingProbe: Sendable {
     var isReportingTicks: Bool { reportsTicks.load(ordering: .relaxed) }
 
     /// The newest long tick the loop reported, for a stall that began and ended between two looks:
-    /// a resting loop's wake can go unseen (epoll re-checks the loop's descriptor when it delivers
-    /// the watchdog's event, and finds nothing when the loop took its events first), and a look
-    /// then dates the busy period from itself, too late. The tick tells its exact bounds.
+    /// when a resting loop's wake goes unseen (see ``LoopRest``: where AIO poll is unavailable),
+    /// a look dates the busy period from itself, too late. The tick tells its exact bounds.
     var lastEndedPeriod: (since: MonotonicInstant, end: MonotonicInstant)? {
         guard reportsTicks.load(ordering: .relaxed) else { return nil }
-        return ticks.newestLong.map { (since: $0.start, end: $0.end) }
+        return ticks.newestLong
     }
 
     /// Whether the loop reports ticks but has not yet reported the one that ran a ping answered at

@@ -30,7 +30,8 @@ extension WatchdogEngine {
 
     /// A pool report made in the same round as its jobs' reports, but before them, listed those
     /// jobs without a report id: its final version links each job's report, in progress or just
-    /// finished, when it began with the job (within one sampling interval of the job's start).
+    /// finished, when it began with the job (within a sampling interval or a ping period of the
+    /// job's start, whichever is longer).
     func linkPoolJobReports(_ report: inout StallReport) {
         guard var jobs = report.poolJobs else { return }
         let slack = max(configuration.sampleInterval, schedule.pingPeriod).clampedNanoseconds
