@@ -41,7 +41,9 @@ grep -q ' T sw_platform_samples$' <<<"$defined" || { echo "portable: sw_platform
 # Every function the C core's headers declare is defined with the Linux-only parts off: the suite
 # below links only what the library calls, while the stallwatch command and the bench call more: a
 # missing stub would fail their link on macOS, unseen here.
-declared=$(grep -ohE '\bsw_[a-z0-9_]+[[:space:]]*\(' CSampler/include/*.h | tr -d ' (' | sort -u)
+# (A `static inline` function is defined in its header: nothing to link.)
+inline=$(grep -ohE 'static inline[^(]*\bsw_[a-z0-9_]+[[:space:]]*\(' CSampler/include/*.h | grep -oE 'sw_[a-z0-9_]+' | sort -u)
+declared=$(comm -23 <(grep -ohE '\bsw_[a-z0-9_]+[[:space:]]*\(' CSampler/include/*.h | tr -d ' (' | sort -u) <(echo "$inline"))
 stubbed=$(awk '$2 == "T" { print $3 }' <<<"$defined" | sort -u)
 missing=$(comm -23 <(echo "$declared") <(echo "$stubbed"))
 if [ -n "$missing" ]; then

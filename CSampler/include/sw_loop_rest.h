@@ -24,6 +24,9 @@ void sw_loop_rest_close(sw_loop_rest_t *set);
 int sw_loop_rest_keeps_wakes(const sw_loop_rest_t *set);
 /// Why AIO poll could not be used (-errno of `io_setup` or of its eventfd), 0 when it is.
 int sw_loop_rest_aio_error(const sw_loop_rest_t *set);
+/// Adds a descriptor whose readiness only ends the set's wait (edge-triggered, never read here:
+/// its owner takes what made it ready): 0 or -errno.
+int sw_loop_rest_add_waker(sw_loop_rest_t *set, int fd);
 /// Watches `loop_epfd` (the descriptor a loop's thread waits in) for one event, reported with
 /// `token`: 0, or -errno (`-EBADF` when it was closed, `-EINVAL` when it is not an epoll descriptor
 /// or is one of the set's own). Watching it again re-arms it.

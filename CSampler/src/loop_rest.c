@@ -133,6 +133,11 @@ sw_loop_rest_t *sw_loop_rest_open(int *error) {
     return set;
 }
 
+int sw_loop_rest_add_waker(sw_loop_rest_t *set, int fd) {
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.u64 = WAKE_TOKEN};
+    return epoll_ctl(set->epfd, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : -errno;
+}
+
 void sw_loop_rest_close(sw_loop_rest_t *set) {
     if (set == NULL) return;
     // io_destroy cancels the requests in flight and waits for them.

@@ -12,6 +12,8 @@
 #include "sw_cpuclock.h"
 #include "sw_lock_word.h"
 #include "sw_loop_rest.h"
+#include "sw_cpu_wake.h"
+#include "sw_barrier.h"
 #include "sw_numa.h"
 #include "sw_perf_ring.h"
 #include "sw_pool_wake.h"
@@ -326,6 +328,34 @@ int sw_loop_rest_wait(sw_loop_rest_t *set, uint32_t seen, int64_t timeout_ns, ui
     sw_pool_wake_wait(seen, timeout_ns);
     return 0;
 }
+
+int sw_loop_rest_add_waker(sw_loop_rest_t *set, int fd) {
+    (void)set; (void)fd;
+    return -ENOSYS;
+}
+
+// ---- no CPU-time wake and no expedited barrier: an idle watchdog keeps its periodic rounds ----
+
+sw_cpu_wake_t *sw_cpu_wake_open(int avoid_signal, int *error) {
+    (void)avoid_signal;
+    if (error) *error = -ENOSYS;
+    return NULL;
+}
+int sw_cpu_wake_fd(const sw_cpu_wake_t *wake) {
+    (void)wake;
+    return -1;
+}
+int sw_cpu_wake_signal(const sw_cpu_wake_t *wake) {
+    (void)wake;
+    return 0;
+}
+int sw_cpu_wake_arm(sw_cpu_wake_t *wake, int64_t cpu_ns) {
+    (void)wake; (void)cpu_ns;
+    return -ENOSYS;
+}
+void sw_cpu_wake_close(sw_cpu_wake_t *wake) { (void)wake; }
+int sw_barrier_register(void) { return -ENOSYS; }
+int sw_barrier_all_threads(void) { return -ENOSYS; }
 
 // ---- the wake-up word: a condition variable where there is no futex; no enqueue hook ----
 

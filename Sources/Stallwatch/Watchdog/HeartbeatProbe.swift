@@ -35,6 +35,9 @@ public final class HeartbeatProbe: Sendable {
     private let endedAt = Atomic<UInt64>(0)
     // Numbers busy periods, so feedback counters know when to start again from zero.
     private let periodNumber = Atomic<UInt64>(0)
+    // Watchdogs asleep without a period that watch this probe: a busy period must wake them.
+    // A count, not a flag: one watchdog waking must not clear another's.
+    private let sleepingWatchdogs = Atomic<Int>(0)
     // Feedback counters that crossed their threshold, for the watchdog (slow path: a lock is fine).
     private let crossings = Mutex<[FeedbackCrossing]>([])
     private let counters = Mutex<[String: FeedbackCounter]>([:])
@@ -52,8 +55,21 @@ public final class HeartbeatProbe: Sendable {
             periodNumber.store(periodNumber.load(ordering: .relaxed) &+ 1, ordering: .relaxed)
             // The coarse clock keeps the pair within its budget; `busySince` adds the tick back.
             busyStamp.store(MonotonicClock.coarseNanoseconds(), ordering: .releasing)
+            // A watchdog asleep without a period reads the stamp after a process-wide barrier
+            // (``IdleSleep``): the store above stays before the load below, so one of the two sees
+            // the other's write.
+            sw_compiler_fence()
+            if sleepingWatchdogs.load(ordering: .relaxed) != 0 { wakeSleepingWatchdogs() }
         }
     }
+
+    /// Wakes every watchdog (the wake-up generation): until the sleeping ones' rounds begin and
+    /// they leave the count, each busy period does so again (microseconds).
+    @inline(never)
+    private func wakeSleepingWatchdogs() { sw_pool_wake_all() }
+
+    /// A watchdog about to sleep without a period joins (``IdleSleep``); it leaves when it wakes.
+    func wakeOnBusy(_ on: Bool) { sleepingWatchdogs.add(on ? 1 : -1, ordering: .relaxed) }
 
     /// The loop finished its work and is about to wait.
     @inline(__always)
@@ -121,7 +137,12 @@ public final class HeartbeatProbe: Sendable {
 
     func recordFeedback(_ crossing: FeedbackCrossing) {
         crossings.withLock { list in if list.count < 64 { list.append(crossing) } }
+        // A crossing outside a busy period is reported without waiting for one.
+        if sleepingWatchdogs.load(ordering: .relaxed) != 0 { wakeSleepingWatchdogs() }
     }
+
+    /// Whether a crossing waits for the watchdog.
+    var hasFeedbackCrossings: Bool { crossings.withLock { !$0.isEmpty } }
 
     /// Feedback counters that crossed their threshold since the last call.
     func takeFeedbackCrossings() -> [FeedbackCrossing] {

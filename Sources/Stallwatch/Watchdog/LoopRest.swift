@@ -1,4 +1,11 @@
 import CSampler
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 import StallwatchReport
 
@@ -20,8 +27,8 @@ import StallwatchReport
 /// busy, the pool at rest or not watched), and only after enough looks in a row found them all
 /// asleep: the number needed doubles after a rest shorter than ``shortRest`` (up to
 /// ``maxLooksBeforeRest``), so a loop given work every few ms costs no more wake-ups than looks
-/// would. A look every 0.9 × threshold (the late look) still sees a loop that a missed event left
-/// busy. Where the set cannot be made or a descriptor cannot be watched, loops are looked at as
+/// would. Where descriptors are nested in epoll (no AIO), a look every 0.9 × threshold (the late
+/// look) still sees a loop that a lost wake left busy. Where the set cannot be made or a descriptor cannot be watched, loops are looked at as
 /// before, and one log line says why.
 final class LoopRest {
     /// A rest shorter than this doubles the looks the next one needs.
@@ -67,6 +74,17 @@ final class LoopRest {
 
     /// Whether some loops rest.
     var isResting: Bool { !resting.isEmpty }
+
+    /// Whether a resting loop's wake is kept until the watchdog reads it (AIO poll): then no late
+    /// look is needed, and the watchdog may sleep without a period (``IdleSleep``).
+    var keepsWakes: Bool { restSet.map { sw_loop_rest_keeps_wakes($0) != 0 } ?? false }
+
+    /// Adds a descriptor whose readiness ends the watchdog's sleep (``IdleSleep``'s CPU timer):
+    /// 0 or -errno.
+    func addWaker(_ fd: Int32) -> Int32 {
+        guard let restSet else { return -ENOSYS }
+        return sw_loop_rest_add_waker(restSet, fd)
+    }
 
     /// Closes the set; no loop rests any more.
     func close() {
@@ -177,7 +195,8 @@ final class LoopRest {
         for entry in resting[restingBefore...] { entry.probe.beginRest() }
         if restingBefore == 0 {
             restBegan = now
-            lateLookAt = now + lateLookAfter
+            // Nested in epoll, a wake the loop took first is lost: looked at again, late.
+            lateLookAt = keepsWakes ? nil : now + lateLookAfter
         }
         return true
     }

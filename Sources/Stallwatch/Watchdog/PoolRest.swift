@@ -7,8 +7,11 @@ import CSampler
 /// instant, every worker is known to have been outside any job until then, and the pool is scanned
 /// one scan period later, so a job that began with that enqueue is dated as closely as under scans
 /// every 40 ms. The enqueue sets the pool timer to wake the watchdog for that scan (one wake-up per
-/// burst of work), or, for a watchdog without an epoll set (``LoopRest``), wakes it at once. A late scan after ``DetectionSchedule/idlePoll`` catches work that
-/// reached a worker without the global enqueue.
+/// burst of work), or, for a watchdog without an epoll set (``LoopRest``), wakes it at once. A late
+/// scan after ``DetectionSchedule/idlePoll`` catches work that reached a worker without the global
+/// enqueue, unless the watchdog sleeps without a period (``IdleSleep``), which it does only while
+/// the hook is ours: every job given to the pool passes it (a `Task.sleep` that ends, too: its
+/// task is enqueued again then).
 ///
 /// The hook costs an enqueue one relaxed load while the pool is busy, and a clock read and a timer
 /// (or futex) system call once per rest. A watchdog woken every few ms for pings or loop looks is not woken by the
@@ -36,6 +39,8 @@ struct PoolRest {
     /// The wake-up generation and instant when the hook was armed (before the scan that may begin
     /// a rest, so that work given after that scan looked wakes the watchdog).
     private var armed: (generation: UInt32, at: MonotonicInstant)?
+    /// Whether the armed enqueue wakes the watchdog.
+    private var wakes = false
     /// When the current rest began; `nil` while the pool is scanned.
     private var restBegan: MonotonicInstant?
     /// Until when the pool counts as free after a rest ended: its first scan after the work came.
@@ -86,11 +91,27 @@ struct PoolRest {
             return
         }
         armed = (sw_pool_wake_generation(), now)
+        arm(wake: wake, timerDelay: timerDelay)
+    }
+
+    private mutating func arm(wake: Bool, timerDelay: Duration?) {
+        wakes = wake
         if wake, let timerDelay {
             sw_pool_wake_arm_after(timerDelay.clampedNanoseconds)
         } else {
             sw_pool_wake_arm(wake ? 1 : 0)
         }
+    }
+
+    /// Whether the pool rests with its enqueue armed to wake the watchdog: a watchdog that sleeps
+    /// without a period (``IdleSleep``) needs no late scan then. A rest armed without the wake (the
+    /// watchdog woke every few ms for pings) is armed again with it; an enqueue that came before is
+    /// in the generation, which the watchdog's sleep compares. `false` when the hook is no longer
+    /// ours (another hook on top may not chain to it).
+    mutating func wakesWatchdog(timerDelay: Duration?) -> Bool {
+        guard isResting, hooked, sw_pool_wake_is_hooked() != 0 else { return false }
+        if !wakes { arm(wake: true, timerDelay: timerDelay) }
+        return true
     }
 
     /// After a scan: whether it found every worker waiting for work.

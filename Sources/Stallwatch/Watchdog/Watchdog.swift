@@ -50,7 +50,12 @@ public final class Watchdog: Sendable {
     private struct Control {
         var running = false
         var thread: PlatformThread.Handle?
+        var threadID: ThreadID?
     }
+
+    /// The watchdog thread's kernel id while it runs (threads it starts inherit its name, so the
+    /// name alone does not find it).
+    var threadID: ThreadID? { control.withLock { $0.running ? $0.threadID : nil } }
 
     /// Creates a stopped watchdog.
     ///
@@ -220,6 +225,7 @@ public final class Watchdog: Sendable {
 
     private func threadMain() {
         _ = sw_thread_set_name("stallwatch")
+        control.withLock { $0.threadID = .current }
         // A thread other than the pool's: with one of them, it confirms where glibc keeps a thread's id.
         sw_thread_layout_observe()
         let logger = logger.writing(through: logQueue)

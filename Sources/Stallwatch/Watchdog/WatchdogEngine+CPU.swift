@@ -25,6 +25,7 @@ extension WatchdogEngine {
         let cores = OnlineCPUs.count
         let wall = now - at
         let processDelta = cpu - last
+        lastProcessCPUCores = wall > .zero ? processDelta / wall : nil
         // Per-thread figures only when the process is busy enough for them to matter.
         var threads: [ThreadCPUTime] = []
         if wall > .zero, processDelta / wall > configuration.cpu.processHighFraction * Double(cores) * 0.9 {

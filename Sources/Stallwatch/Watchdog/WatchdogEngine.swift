@@ -35,6 +35,8 @@ final class WatchdogEngine {
     /// Event loops that sleep in `epoll_wait` are watched through their descriptors rather than
     /// looked at every period, while nothing else needs the rounds (see ``LoopRest``).
     let loopRest: LoopRest
+    /// The sleep without a period while every loop and the pool rest (see ``IdleSleep``).
+    let idleSleep: IdleSleep
     /// This round's conclusion of ``PoolRest/isFree(at:)``: the pool needs no ping or look.
     private var poolIsFree = false
     /// Whether the last round had loops pinged or looked at every ping period: the watchdog wakes
@@ -75,6 +77,8 @@ final class WatchdogEngine {
     var cpuPolicy: CPUPolicy
     var lastProcessCPU: Duration?
     var lastCPUAt: MonotonicInstant?
+    /// The process's CPU over the last reading, in cores (``cpuRound(now:)``).
+    var lastProcessCPUCores: Double?
     var lastThreadCPU: [Int32: Duration] = [:]
     /// Facts shared by the reports of one round (see ``RoundFacts``).
     var cachedRoundFacts: RoundFacts?
@@ -107,6 +111,7 @@ final class WatchdogEngine {
         self.logger = logger
         self.sink = emit
         self.loopRest = LoopRest(logger: logger)
+        self.idleSleep = IdleSleep(loopRest: loopRest, avoidSignal: sampler.configuration.signal, logger: logger)
         self.cpuPolicy = CPUPolicy(settings: configuration.cpu)
         self.governor = SamplingGovernor(configuration, cores: Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         self.sampling = (configuration.sampleInterval, .configured)
@@ -228,6 +233,7 @@ final class WatchdogEngine {
     private func beginRound(now: MonotonicInstant) -> Duration? {
         roundStart = now
         deliveryTime = .zero
+        idleSleep.woke()
         var stopped = judgeSuspension(now: now)
         if stoppedInRound > .zero {
             // Stopped while the previous round ran: its loops' busy time includes the stop too.
@@ -387,8 +393,31 @@ final class WatchdogEngine {
             if pingDue { nextPing = now + schedule.pingPeriod }
             if let ping = nextPing, ping < next { next = max(ping, now) }
         }
+        if !loops.anyActive, !loops.anyPing, let until = idleSleepEnd(now: now), until > next { next = until }
         plannedWake = next
         return next
+    }
+
+    /// Until when the watchdog may sleep with nothing to look at before a loop's event, the pool's
+    /// enqueue, a heartbeat probe's `busy()` or the process's CPU use wakes it (``IdleSleep``);
+    /// `nil` when it keeps its rounds. Called once no loop is busy or pinged.
+    private func idleSleepEnd(now: MonotonicInstant) -> MonotonicInstant? {
+        // Resting loops nested in epoll may lose a wake: their late look stays.
+        guard !loopRest.isResting || loopRest.keepsWakes else { return nil }
+        if poolWatcher != nil,
+           !poolRest.wakesWatchdog(timerDelay: loopRest.hasSet ? schedule.poolScanPeriod : nil) { return nil }
+        // A process that uses CPU keeps the CPU watch's rounds (a reading every second).
+        guard cpuPolicy.sustainedPhase == .idle,
+              (lastProcessCPUCores ?? 0) < configuration.cpu.sustainedStartFraction / 2 else { return nil }
+        let heartbeats = monitors.values.lazy.compactMap { m -> HeartbeatProbe? in
+            if case .heartbeat(let p) = m.source { return p } else { return nil }
+        }
+        // Half a second of CPU at the rate that starts the CPU watch's tracking wakes the watchdog.
+        let cpuBeforeWake = Duration.milliseconds(500) * configuration.cpu.sustainedStartFraction
+        guard idleSleep.begin(heartbeats: heartbeats, cpuBeforeWake: cpuBeforeWake) else { return nil }
+        var bound = IdleSleep.longest
+        if let interval = metrics?.process?.interval, interval < bound { bound = interval }
+        return now + bound
     }
 
     /// The round's end: the watchdog's own CPU and run-queue figures, its metrics.
@@ -407,6 +436,7 @@ final class WatchdogEngine {
     }
 
     func shutdown() {
+        idleSleep.close()
         loopRest.close()
         if poolRest.installed { sw_pool_wake_uninstall() }
         let now = MonotonicClock.now()
