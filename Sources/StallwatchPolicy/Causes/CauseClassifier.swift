@@ -5,9 +5,16 @@ package struct CauseClassifier: Sendable, Equatable {
     /// A running thread with CPU at or above this fraction of wall time is CPU-bound (0.5).
     package var cpuBoundFraction: Double
 
+    /// A runnable thread below ``cpuBoundFraction`` that got at least this fraction of its fair
+    /// share of the cores (cores ÷ runnable tasks on the machine) is CPU-bound still: it got about
+    /// what any task there got (0.75). A point count of runnable tasks moves with every wake-up, so
+    /// "about" leaves room for it; below it the thread was clearly held back: starved.
+    package var fairShareTolerance: Double
+
     /// Creates a classifier.
-    package init(cpuBoundFraction: Double = 0.5) {
+    package init(cpuBoundFraction: Double = 0.5, fairShareTolerance: Double = 0.75) {
         self.cpuBoundFraction = cpuBoundFraction
+        self.fairShareTolerance = fairShareTolerance
     }
 
     /// Creates a classifier for a configuration.
@@ -52,11 +59,21 @@ package struct CauseClassifier: Sendable, Equatable {
 
     /// A runnable thread's evidence is written into one string with room for it: every stall
     /// report states it, and pieces joined by interpolation allocate each (issue 19).
+    ///
+    /// Below ``cpuBoundFraction`` of a core the thread is judged against what it could have had:
+    /// on a box where more tasks are runnable than there are cores, a thread running its own long
+    /// work gets only its fair share (cores ÷ runnable tasks), and that is still the thread's own
+    /// code keeping the loop busy — the busy box only stretches it. Only a thread that got clearly
+    /// less than that share (below ``fairShareTolerance`` of it), or whose cgroup was held off the
+    /// CPUs by its quota, was starved. The process's own runnable threads decide "too many
+    /// threads" when they alone would keep the thread below ``cpuBoundFraction`` of a core, or,
+    /// as before, when the thread was starved while they outnumbered the cores.
     private func classifyRunnable(_ e: ThreadEvidence) -> StallCause {
-        let cpuBound = e.cpuFraction >= cpuBoundFraction
+        let fraction = e.cpuFraction
+        let aboveFloor = fraction >= cpuBoundFraction
         var text = ""
-        text.reserveCapacity(192)
-        text += cpuBound ? "running; " : "runnable but little CPU: "
+        text.reserveCapacity(320)
+        text += aboveFloor ? "running; " : "runnable, under \(DurationText.percent(cpuBoundFraction)) of a core: "
         Self.appendCPU(e, to: &text)
         if let wait = e.runQueueWaitDelta {
             text += "; waited "
@@ -68,10 +85,62 @@ package struct CauseClassifier: Sendable, Equatable {
                 text += " (a wait is counted once it ends: the one in progress is not in it)"
             }
         }
-        if cpuBound {
+        if aboveFloor {
             return StallCause(kind: .cpuBound, evidence: text)
         }
-        if let runnable = e.runnableThreadCount, e.cores > 0, runnable > e.cores {
+        // A quota that held the whole cgroup off the CPUs for a tenth of the window or more starves
+        // the thread whatever its share of the machine: its fair share is not what it was allowed.
+        if let throttled = e.throttledDelta, e.wallDelta > .zero, throttled >= e.wallDelta / 10 {
+            text += "; the process's cgroup was throttled by its CPU quota for "
+            text += DurationText.milliseconds(throttled)
+            text += " of the window (cpu.stat throttled_usec)"
+            return StallCause(kind: .starved, evidence: text)
+        }
+        let oversubscribed = e.runnableThreadCount.map { e.cores > 0 && $0 > e.cores } ?? false
+        if let runnable = e.runnableThreadCount, oversubscribed,
+           Double(e.cores) / Double(runnable) < cpuBoundFraction {
+            text += "; \(runnable) of the process's \(e.threadCount) threads are runnable on \(e.cores) cores"
+            text += ": its own threads alone leave each under "
+            text += DurationText.percent(cpuBoundFraction)
+            text += " of a core"
+            return StallCause(kind: .tooManyThreads, evidence: text, threadCount: e.threadCount)
+        }
+        guard let machine = e.machineRunnable, e.cores > 0 else {
+            // Without the machine's count there is no fair share to compare with: as before, the
+            // thread is starved, by its own process's threads when they outnumber the cores.
+            text += "; no fair share to compare with: "
+            if e.cores <= 0 {
+                text += "the online cores are unknown"
+            } else if let why = e.machineRunnableUnread {
+                text += "the machine's runnable tasks were not read ("
+                text += why
+                text += ")"
+            } else {
+                text += "the machine's runnable tasks were not counted"
+            }
+            return starvedOrTooMany(e, oversubscribed: oversubscribed, text: &text)
+        }
+        // The stalled thread is runnable, so it is one of the tasks; a count of 0 (read as the
+        // thread went off its queue) still leaves it competing with itself only.
+        let competing = max(machine.count, 1)
+        let share = min(1, Double(e.cores) / Double(competing))
+        let gotShare = fraction >= share * fairShareTolerance
+        text += gotShare ? "; about its fair share of " : "; clearly under its fair share of "
+        text += DurationText.percent(share)
+        text += " of a core ("
+        text += "\(e.cores) cores, \(machine.count) runnable tasks on the machine, from "
+        text += machine.source
+        text += ")"
+        if gotShare {
+            return StallCause(kind: .cpuBound, evidence: text)
+        }
+        return starvedOrTooMany(e, oversubscribed: oversubscribed, text: &text)
+    }
+
+    /// A thread that got less than it could have: "too many threads" when its process's runnable
+    /// threads outnumbered the cores, otherwise starved by something outside the process.
+    private func starvedOrTooMany(_ e: ThreadEvidence, oversubscribed: Bool, text: inout String) -> StallCause {
+        if oversubscribed, let runnable = e.runnableThreadCount {
             text += "; \(runnable) of the process's \(e.threadCount) threads are runnable on \(e.cores) cores"
             return StallCause(kind: .tooManyThreads, evidence: text, threadCount: e.threadCount)
         }
