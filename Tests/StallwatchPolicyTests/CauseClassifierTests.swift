@@ -139,6 +139,11 @@ private typealias S = SyscallNumber
         #expect(cause.evidence.contains("clearly under its fair share of 67 % of a core (2 cores, 3 runnable tasks on the machine"),
                 "\(cause.evidence)")
         #expect(cause.evidence.contains("waited 1850.0 ms for a CPU"))
+        #expect(cause.evidence.contains("CPU-quota throttling not known (no cgroup v2 cpu.stat with throttled_usec)"),
+                "\(cause.evidence)")
+        let lightly = classifier.classify(loaded(cpuMs: 100, machine: 3, runnable: 1, throttledMs: 20))
+        #expect(lightly.kind == .starved)
+        #expect(lightly.evidence.contains("its cgroup throttled 20.0 ms by its CPU quota"), "\(lightly.evidence)")
         // An idle box: the share is a whole core (never more), and 40 % of it is clearly under.
         let idle = classifier.classify(loaded(cpuMs: 800, machine: 1, runnable: 1))
         #expect(idle.kind == .starved)

@@ -10,13 +10,16 @@ import Darwin
 /// `cpu.stat` (`throttled_usec`). A loop throttled for part of its stall was starved whatever its
 /// share of the machine: the quota, not the other tasks, is what it ran out of.
 enum CgroupThrottling {
-    /// `/sys/fs/cgroup/<the process's v2 cgroup>/cpu.stat`, found once: `nil` when the process is in
-    /// no v2 cgroup (`/proc/self/cgroup` has no `0::` line) or the file cannot be read.
+    /// `/sys/fs/cgroup/<the process's v2 cgroup>/cpu.stat`, found once and kept only if it has a
+    /// `throttled_usec` line: `nil` when the process is in no v2 cgroup (`/proc/self/cgroup` has no
+    /// `0::` line), on a v1 or hybrid mount, or in a cgroup without the cpu controller. Every busy
+    /// period's baseline reads it, so a file that is not there is not tried again each time.
     static let cpuStatPath: String? = {
         guard let text = readSmall("/proc/self/cgroup", capacity: 4096) else { return nil }
         for line in text.split(separator: UInt8(ascii: "\n")) where line.starts(with: "0::".utf8) {
-            let path = String(decoding: line.dropFirst(3), as: UTF8.self)
-            return "/sys/fs/cgroup" + (path == "/" ? "" : path) + "/cpu.stat"
+            let cgroup = String(decoding: line.dropFirst(3), as: UTF8.self)
+            let path = "/sys/fs/cgroup" + (cgroup == "/" ? "" : cgroup) + "/cpu.stat"
+            return readSmall(path, capacity: 1024).flatMap(parse) != nil ? path : nil
         }
         return nil
     }()

@@ -140,6 +140,14 @@ package struct CauseClassifier: Sendable, Equatable {
     /// A thread that got less than it could have: "too many threads" when its process's runnable
     /// threads outnumbered the cores, otherwise starved by something outside the process.
     private func starvedOrTooMany(_ e: ThreadEvidence, oversubscribed: Bool, text: inout String) -> StallCause {
+        // Said either way: a reader ruling out a CPU quota needs to know whether one was looked at.
+        if let throttled = e.throttledDelta {
+            text += "; its cgroup throttled "
+            text += DurationText.milliseconds(throttled)
+            text += " by its CPU quota"
+        } else {
+            text += "; CPU-quota throttling not known (no cgroup v2 cpu.stat with throttled_usec)"
+        }
         if oversubscribed, let runnable = e.runnableThreadCount {
             text += "; \(runnable) of the process's \(e.threadCount) threads are runnable on \(e.cores) cores"
             return StallCause(kind: .tooManyThreads, evidence: text, threadCount: e.threadCount)
