@@ -7,12 +7,14 @@ package struct CauseClassifier: Sendable, Equatable {
 
     /// A runnable thread below ``cpuBoundFraction`` that got at least this fraction of its fair
     /// share of the cores (cores ÷ runnable tasks on the machine) is CPU-bound still: it got about
-    /// what any task there got (0.75). A point count of runnable tasks moves with every wake-up, so
-    /// "about" leaves room for it; below it the thread was clearly held back: starved.
+    /// what any task there got (0.5). The count is one reading at one moment, and tasks that take
+    /// turns (a load generator, a server's other loops) are in it or not by chance: under load on
+    /// 2 shared cores, threads that never left the run queue got 30 % of a core where 4 runnable
+    /// tasks made the share 50 %. A thread held to under half of its share was singled out: starved.
     package var fairShareTolerance: Double
 
     /// Creates a classifier.
-    package init(cpuBoundFraction: Double = 0.5, fairShareTolerance: Double = 0.75) {
+    package init(cpuBoundFraction: Double = 0.5, fairShareTolerance: Double = 0.5) {
         self.cpuBoundFraction = cpuBoundFraction
         self.fairShareTolerance = fairShareTolerance
     }
@@ -64,7 +66,7 @@ package struct CauseClassifier: Sendable, Equatable {
     /// on a box where more tasks are runnable than there are cores, a thread running its own long
     /// work gets only its fair share (cores ÷ runnable tasks), and that is still the thread's own
     /// code keeping the loop busy — the busy box only stretches it. Only a thread that got clearly
-    /// less than that share (below ``fairShareTolerance`` of it), or whose cgroup was held off the
+    /// less than that share (under ``fairShareTolerance`` of it), or whose cgroup was held off the
     /// CPUs by its quota, was starved. The process's own runnable threads decide "too many
     /// threads" when they alone would keep the thread below ``cpuBoundFraction`` of a core, or,
     /// as before, when the thread was starved while they outnumbered the cores.
