@@ -108,11 +108,12 @@ private typealias S = SyscallNumber
     }
 
     /// Runnable evidence on a box of `cores` cores with `machine` runnable tasks read from
-    /// /proc/loadavg (the process's own `runnable` of 40 threads among them).
-    private func loaded(cpuMs: Int64, cores: Int = 2, machine: Int?, runnable: Int?, waitMs: Int64 = 1000,
+    /// /proc/loadavg (the process's own `runnable` of 40 threads among them); by default the thread
+    /// was on a CPU or waiting for one all of the 2 s window.
+    private func loaded(cpuMs: Int64, cores: Int = 2, machine: Int?, runnable: Int?, waitMs: Int64? = nil,
                         throttledMs: Int64? = nil) -> ThreadEvidence {
         ThreadEvidence(state: "R", cpuTimeDelta: .milliseconds(cpuMs), wallDelta: .milliseconds(2000),
-                       runQueueWaitDelta: .milliseconds(waitMs), threadCount: 40, runnableThreadCount: runnable,
+                       runQueueWaitDelta: .milliseconds(waitMs ?? 2000 - cpuMs), threadCount: 40, runnableThreadCount: runnable,
                        cores: cores,
                        machineRunnable: machine.map { MachineRunnableCount(count: $0, source: "/proc/loadavg at the stall's last check") },
                        throttledDelta: throttledMs.map { .milliseconds($0) })
@@ -193,6 +194,19 @@ private typealias S = SyscallNumber
         let noCores = classifier.classify(loaded(cpuMs: 800, cores: 0, machine: 5, runnable: 3))
         #expect(noCores.kind == .starved)
         #expect(noCores.evidence.contains("the online cores are unknown"), "\(noCores.evidence)")
+    }
+
+    /// At its share but blocked for much of the window (CPU plus run-queue wait well short of the
+    /// wall time): an fsync loop or a read from storage caught runnable, not CPU work stretched.
+    @Test func fairShareWithTheThreadBlockedMuchOfTheWindowIsNotCPUBound() {
+        let cause = classifier.classify(loaded(cpuMs: 440, machine: 6, runnable: 1, waitMs: 700))
+        #expect(cause.kind == .starved, "\(cause.evidence)")
+        #expect(cause.evidence.contains("about its fair share of 33 % of a core"), "\(cause.evidence)")
+        #expect(cause.evidence.contains("but off every CPU and run queue for 43 % of the window"), "\(cause.evidence)")
+        // Within a tenth of the wall time: it asked for a CPU all along.
+        #expect(classifier.classify(loaded(cpuMs: 440, machine: 6, runnable: 1, waitMs: 1400)).kind == .cpuBound)
+        // A wait still in progress leaves the gap in doubt: the share decides.
+        #expect(classifier.classify(loaded(cpuMs: 440, machine: 6, runnable: 1, waitMs: 300)).kind == .cpuBound)
     }
 
     /// A thread in an fsync loop runnable at the last check, at its fair share of a busy box, spent
