@@ -16,6 +16,8 @@ struct ThreadBaseline {
     var takenAt: MonotonicInstant
     var cpuTime: Duration
     var runQueueWait: Duration?
+    /// The process's cgroup's CPU-quota throttling so far, when it has a quota to read.
+    var throttled: Duration?
 
     /// `files`: the thread's `/proc` files when they are kept open already.
     static func take(_ thread: ThreadID, files: TaskFiles?, stamp: MonotonicInstant, now: MonotonicInstant) -> ThreadBaseline? {
@@ -23,7 +25,8 @@ struct ThreadBaseline {
         let at = MonotonicClock.now()
         guard let cpu = try? ThreadCPUClock(thread).elapsed() else { return nil }
         let wait = try? (files.map { try ThreadInfo.schedStat($0) } ?? ThreadInfo.schedStat(thread)).waitTime
-        return ThreadBaseline(thread: thread, stamp: stamp, takenAt: at, cpuTime: cpu, runQueueWait: wait)
+        return ThreadBaseline(thread: thread, stamp: stamp, takenAt: at, cpuTime: cpu, runQueueWait: wait,
+                              throttled: CgroupThrottling.total())
     }
 }
 
@@ -39,7 +42,9 @@ enum StallEvidence {
     }()
 
     /// `runnableThreads`: the process's threads in state R, asked for only when the thread looks
-    /// starved (reading every thread's state costs a few microseconds per thread).
+    /// starved (reading every thread's state costs a few microseconds per thread), as are the
+    /// machine's runnable tasks and the cgroup's throttling: what the classifier weighs its CPU
+    /// against.
     /// `files`: the stalled thread's `/proc` files, kept open while it is watched.
     static func gather(files: TaskFiles, baseline: ThreadBaseline?, now: MonotonicInstant,
                        threadCount: Int, runnableThreads: () -> Int?) -> (evidence: ThreadEvidence, info: StalledThreadRead?) {
@@ -67,7 +72,14 @@ enum StallEvidence {
         var evidence = ThreadEvidence(state: state, syscall: syscall, fdKind: fdKind, cpuTimeDelta: cpuDelta,
                                       wallDelta: wallDelta, runQueueWaitDelta: waitDelta, threadCount: threadCount,
                                       cores: cores)
-        if evidence.looksStarved() { evidence.runnableThreadCount = runnableThreads() }
+        if evidence.looksStarved() {
+            evidence.runnableThreadCount = runnableThreads()
+            switch MachineRunnable.read() {
+            case .success(let count): evidence.machineRunnable = count
+            case .failure(let unread): evidence.machineRunnableUnread = unread.reason
+            }
+            if let before = baseline?.throttled, let now = CgroupThrottling.total() { evidence.throttledDelta = now - before }
+        }
         return (evidence, info)
     }
 

@@ -5,9 +5,24 @@ package struct CauseClassifier: Sendable, Equatable {
     /// A running thread with CPU at or above this fraction of wall time is CPU-bound (0.5).
     package var cpuBoundFraction: Double
 
+    /// A runnable thread below ``cpuBoundFraction`` that got at least this fraction of its fair
+    /// share of the cores (cores ÷ runnable tasks on the machine) is CPU-bound still: it got about
+    /// what any task there got (0.5). The count is one reading at one moment, and tasks that take
+    /// turns (a load generator, a server's other loops) are in it or not by chance: under load on
+    /// 2 shared cores, threads that never left the run queue got 30 % of a core where 4 runnable
+    /// tasks made the share 50 %. A thread held to under half of its share was singled out: starved.
+    package var fairShareTolerance: Double
+
+    /// The part of the window a runnable thread may spend off every CPU and run queue and still be
+    /// CPU-bound at its fair share (0.1). Under load on 2 shared cores, threads doing only CPU work
+    /// had CPU plus run-queue wait within 1 % of the wall time; fsync loops and big-file reads,
+    /// runnable at the last check, 40-50 % short of it.
+    static let blockedPart = 0.1
+
     /// Creates a classifier.
-    package init(cpuBoundFraction: Double = 0.5) {
+    package init(cpuBoundFraction: Double = 0.5, fairShareTolerance: Double = 0.5) {
         self.cpuBoundFraction = cpuBoundFraction
+        self.fairShareTolerance = fairShareTolerance
     }
 
     /// Creates a classifier for a configuration.
@@ -52,12 +67,25 @@ package struct CauseClassifier: Sendable, Equatable {
 
     /// A runnable thread's evidence is written into one string with room for it: every stall
     /// report states it, and pieces joined by interpolation allocate each (issue 19).
+    ///
+    /// Below ``cpuBoundFraction`` of a core the thread is judged against what it could have had:
+    /// on a box where more tasks are runnable than there are cores, a thread running its own long
+    /// work gets only its fair share (cores ÷ runnable tasks), and that is still the thread's own
+    /// code keeping the loop busy — the busy box only stretches it. Only a thread that got clearly
+    /// less than that share (under ``fairShareTolerance`` of it), or whose cgroup was held off the
+    /// CPUs by its quota, was starved. The process's own runnable threads decide "too many
+    /// threads" when they alone would keep the thread below ``cpuBoundFraction`` of a core, or,
+    /// as before, when the thread was starved while they outnumbered the cores.
     private func classifyRunnable(_ e: ThreadEvidence) -> StallCause {
-        let cpuBound = e.cpuFraction >= cpuBoundFraction
+        let fraction = e.cpuFraction
+        let aboveFloor = fraction >= cpuBoundFraction
         var text = ""
-        text.reserveCapacity(192)
-        text += cpuBound ? "running; " : "runnable but little CPU: "
+        text.reserveCapacity(320)
+        text += aboveFloor ? "running; " : "runnable, under \(DurationText.percent(cpuBoundFraction)) of a core: "
         Self.appendCPU(e, to: &text)
+        // Part of the window on no CPU and on no run queue: the thread blocked (an fsync loop, a
+        // read from storage between copies). Known only when the wait read is not in doubt.
+        var offQueue: Double?
         if let wait = e.runQueueWaitDelta {
             text += "; waited "
             text += DurationText.milliseconds(wait)
@@ -66,12 +94,81 @@ package struct CauseClassifier: Sendable, Equatable {
             // before the window shows none of it, and "waited 0.0 ms" alone would say it never waited.
             if e.wallDelta - e.cpuTimeDelta - wait > e.wallDelta / 2 {
                 text += " (a wait is counted once it ends: the one in progress is not in it)"
+            } else if e.wallDelta > .zero {
+                offQueue = (e.wallDelta - e.cpuTimeDelta - wait) / e.wallDelta
             }
         }
-        if cpuBound {
+        if aboveFloor {
             return StallCause(kind: .cpuBound, evidence: text)
         }
-        if let runnable = e.runnableThreadCount, e.cores > 0, runnable > e.cores {
+        // A quota that held the whole cgroup off the CPUs for a tenth of the window or more starves
+        // the thread whatever its share of the machine: its fair share is not what it was allowed.
+        if let throttled = e.throttledDelta, e.wallDelta > .zero, throttled >= e.wallDelta / 10 {
+            text += "; the process's cgroup was throttled by its CPU quota for "
+            text += DurationText.milliseconds(throttled)
+            text += " of the window (cpu.stat throttled_usec)"
+            return StallCause(kind: .starved, evidence: text)
+        }
+        let oversubscribed = e.runnableThreadCount.map { e.cores > 0 && $0 > e.cores } ?? false
+        if let runnable = e.runnableThreadCount, oversubscribed,
+           Double(e.cores) / Double(runnable) < cpuBoundFraction {
+            text += "; \(runnable) of the process's \(e.threadCount) threads are runnable on \(e.cores) cores"
+            text += ": its own threads alone leave each under "
+            text += DurationText.percent(cpuBoundFraction)
+            text += " of a core"
+            return StallCause(kind: .tooManyThreads, evidence: text, threadCount: e.threadCount)
+        }
+        guard let machine = e.machineRunnable, e.cores > 0 else {
+            // Without the machine's count there is no fair share to compare with: as before, the
+            // thread is starved, by its own process's threads when they outnumber the cores.
+            text += "; no fair share to compare with: "
+            if e.cores <= 0 {
+                text += "the online cores are unknown"
+            } else if let why = e.machineRunnableUnread {
+                text += "the machine's runnable tasks were not read ("
+                text += why
+                text += ")"
+            } else {
+                text += "the machine's runnable tasks were not counted"
+            }
+            return starvedOrTooMany(e, oversubscribed: oversubscribed, text: &text)
+        }
+        // The stalled thread is runnable, so it is one of the tasks; a count of 0 (read as the
+        // thread went off its queue) still leaves it competing with itself only.
+        let competing = max(machine.count, 1)
+        let share = min(1, Double(e.cores) / Double(competing))
+        let gotShare = fraction >= share * fairShareTolerance
+        text += gotShare ? "; about its fair share of " : "; clearly under its fair share of "
+        text += DurationText.percent(share)
+        text += " of a core ("
+        text += "\(e.cores) cores, \(machine.count) runnable tasks on the machine, from "
+        text += machine.source
+        text += ")"
+        if gotShare, let off = offQueue, off > Self.blockedPart {
+            // Its share says nothing of the time it was not asking for a CPU: not CPU-bound.
+            text += "; but off every CPU and run queue for "
+            text += DurationText.percent(off)
+            text += " of the window (wall less CPU less run-queue wait): it blocked, not only computed"
+            return starvedOrTooMany(e, oversubscribed: oversubscribed, text: &text)
+        }
+        if gotShare {
+            return StallCause(kind: .cpuBound, evidence: text)
+        }
+        return starvedOrTooMany(e, oversubscribed: oversubscribed, text: &text)
+    }
+
+    /// A thread that got less than it could have: "too many threads" when its process's runnable
+    /// threads outnumbered the cores, otherwise starved by something outside the process.
+    private func starvedOrTooMany(_ e: ThreadEvidence, oversubscribed: Bool, text: inout String) -> StallCause {
+        // Said either way: a reader ruling out a CPU quota needs to know whether one was looked at.
+        if let throttled = e.throttledDelta {
+            text += "; its cgroup throttled "
+            text += DurationText.milliseconds(throttled)
+            text += " by its CPU quota"
+        } else {
+            text += "; CPU-quota throttling not known (no cgroup v2 cpu.stat with throttled_usec)"
+        }
+        if oversubscribed, let runnable = e.runnableThreadCount {
             text += "; \(runnable) of the process's \(e.threadCount) threads are runnable on \(e.cores) cores"
             return StallCause(kind: .tooManyThreads, evidence: text, threadCount: e.threadCount)
         }

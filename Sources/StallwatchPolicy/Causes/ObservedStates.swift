@@ -28,12 +28,14 @@ package struct ObservedStates: Sendable, Equatable {
 
 extension CauseClassifier {
     /// Classifies the newest evidence, corrected by the episode's tally: a thread runnable now with
-    /// little CPU (starved, or too many threads) that spent at least as many checks in state D as
+    /// little CPU (starved, too many threads, or CPU-bound at its fair share of a busy box) that spent at least as many checks in state D as
     /// runnable was waiting on storage, not on a CPU; one that spent them asleep in a system call
     /// was waiting in that call.
     package func classify(_ e: ThreadEvidence, observed: ObservedStates) -> StallCause {
         let now = classify(e)
-        guard now.kind == .starved || now.kind == .tooManyThreads else { return now }
+        // Runnable under the CPU-bound floor, whatever its share made of it (a thread in an fsync
+        // loop that got its fair share of a loaded box is still waiting on storage).
+        guard e.looksStarved(cpuBoundFraction: cpuBoundFraction) else { return now }
         let d = observed.counts["D", default: 0]
         let r = observed.counts["R", default: 0]
         if d > 0, d >= r {

@@ -17,6 +17,20 @@ package enum FDKind: String, Sendable, Codable, Equatable, CaseIterable {
     case other
 }
 
+/// How many tasks were runnable on the whole machine during a stall, and where the count came from.
+package struct MachineRunnableCount: Sendable, Equatable {
+    /// Tasks in state `R` (running or waiting for a CPU), the reader left out: at least 0.
+    package var count: Int
+    /// Where it was read and when, for the evidence: `/proc/loadavg at the stall's last round`.
+    package var source: String
+
+    /// Creates a count.
+    package init(count: Int, source: String) {
+        self.count = count
+        self.source = source
+    }
+}
+
 /// What the watchdog learned about the stalled thread without signalling it, over one
 /// observation window (the deltas are since the stall's start or the previous round).
 package struct ThreadEvidence: Sendable, Equatable {
@@ -40,12 +54,24 @@ package struct ThreadEvidence: Sendable, Equatable {
     package var runnableThreadCount: Int?
     /// Online CPU cores (0 when unknown).
     package var cores: Int
+    /// Tasks of every process in state `R` on the machine, read during the stall (the watchdog
+    /// thread that read it left out): what the stalled thread competes with for the cores. Read
+    /// only for a thread that looks starved; `nil` when not read.
+    package var machineRunnable: MachineRunnableCount?
+    /// Why ``machineRunnable`` is `nil` when it was asked for and could not be read (the file and
+    /// the error), said in the evidence.
+    package var machineRunnableUnread: String?
+    /// Time the process's cgroup was held off the CPUs by its CPU quota during the window (cgroup
+    /// v2 `cpu.stat` `throttled_usec`); `nil` when not known (no quota file, cgroup v1, not read).
+    package var throttledDelta: Duration?
 
     /// Creates evidence.
     package init(
         state: Character, syscall: Int? = nil, fdKind: FDKind? = nil,
         cpuTimeDelta: Duration, wallDelta: Duration, runQueueWaitDelta: Duration? = nil,
-        threadCount: Int, runnableThreadCount: Int? = nil, cores: Int = 0
+        threadCount: Int, runnableThreadCount: Int? = nil, cores: Int = 0,
+        machineRunnable: MachineRunnableCount? = nil, machineRunnableUnread: String? = nil,
+        throttledDelta: Duration? = nil
     ) {
         self.state = state
         self.syscall = syscall
@@ -56,6 +82,9 @@ package struct ThreadEvidence: Sendable, Equatable {
         self.threadCount = threadCount
         self.runnableThreadCount = runnableThreadCount
         self.cores = cores
+        self.machineRunnable = machineRunnable
+        self.machineRunnableUnread = machineRunnableUnread
+        self.throttledDelta = throttledDelta
     }
 
     /// Whether the thread looks starved: runnable, yet it got less than `cpuBoundFraction` of the

@@ -1,0 +1,41 @@
+@testable import Stallwatch
+import StallwatchPolicy
+import Testing
+
+/// The machine-wide facts a runnable thread's CPU is weighed against: the runnable tasks from
+/// /proc/loadavg and the cgroup's CPU-quota throttling.
+@Suite struct CauseFactsTests {
+    @Test func loadavgRunningField() {
+        #expect(MachineRunnable.parse(ArraySlice("0.52 0.58 0.59 3/1234 5678\n".utf8)) == 3)
+        #expect(MachineRunnable.parse(ArraySlice("12.00 9.10 4.00 17/20000 99\n".utf8)) == 17)
+        #expect(MachineRunnable.parse(ArraySlice("0.52 0.58 0.59\n".utf8)) == nil)
+        #expect(MachineRunnable.parse(ArraySlice("0.52 0.58 0.59 x/1234 5678\n".utf8)) == nil)
+        #expect(MachineRunnable.parse(ArraySlice("0.52 0.58 0.59 /1234 5678\n".utf8)) == nil)
+    }
+
+    /// Read here, the count leaves the reader out and says where it came from.
+    @Test func loadavgIsReadOnLinux() throws {
+        #if os(Linux)
+        let count = try MachineRunnable.read().get()
+        #expect(count.count >= 0)
+        #expect(count.source.hasPrefix("/proc/loadavg"))
+        #endif
+    }
+
+    @Test func cpuStatThrottledTime() {
+        let text = """
+        usage_usec 123456
+        user_usec 100000
+        system_usec 23456
+        nr_periods 50
+        nr_throttled 7
+        throttled_usec 350000
+        nr_bursts 0
+        burst_usec 0
+
+        """
+        #expect(CgroupThrottling.parse(ArraySlice(text.utf8)) == .milliseconds(350))
+        // The root cgroup, or one without the cpu controller: no throttling line.
+        #expect(CgroupThrottling.parse(ArraySlice("usage_usec 1\nuser_usec 1\nsystem_usec 0\n".utf8)) == nil)
+    }
+}
