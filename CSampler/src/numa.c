@@ -129,7 +129,7 @@ static long long meminfo_kb(const char *text, const char *key) {
 
 // A node's MemTotal and MemFree from its sysfs meminfo, read into a stack buffer: libnuma's
 // numa_node_size64 reads the same file through stdio (fopen, getdelim: mallocs on every call),
-// and every stall report asks for every node's free memory on the watchdog thread (issue 19).
+// and every stall report asks for every node's free memory on the watchdog thread.
 static int node_meminfo(int node, int64_t *size_bytes, int64_t *free_bytes) {
     char path[64];
     snprintf(path, sizeof path, "/sys/devices/system/node/node%d/meminfo", node);

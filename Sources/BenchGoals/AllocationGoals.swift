@@ -13,7 +13,7 @@ package struct AllocationFigures: Sendable, Equatable, Codable {
     }
 }
 
-/// `bench allocations`' goals (issue 19: an allocation-free watchdog steady state). Pure.
+/// `bench allocations`' goals (an allocation-free watchdog steady state). Pure.
 package enum AllocationGoals {
     /// Goal: allocations per report, at most.
     package static let perReport = 50.0

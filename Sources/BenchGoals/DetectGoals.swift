@@ -39,7 +39,7 @@ package struct DetectManyLoopsFigures: Sendable, Equatable, Codable {
     }
 }
 
-/// `bench detect`'s goals (issue 19). Pure: the same figures always give the same verdicts.
+/// `bench detect`'s goals. Pure: the same figures always give the same verdicts.
 package enum DetectGoals {
     /// Goal: a stall is detected at most this many percent of its threshold after the threshold.
     package static let latencyOverThresholdPercent = 10

@@ -1,4 +1,4 @@
-/// What `bench memory` measures in a real server (issue 19): resident memory a watchdog's first
+/// What `bench memory` measures in a real server: resident memory a watchdog's first
 /// report adds, read from the server's /proc/PID/status. A watchdog reads symbol tables for its
 /// reports; the goal is that this costs a bounded amount, not an amount that grows with the binary.
 package struct MemoryFigures: Sendable, Equatable, Codable {

@@ -84,7 +84,7 @@ package enum OverheadGoals {
     package static let totalCostPercentOfCore = 0.03
     /// Goal: the request/answer path steals at most this multiple of its own floor per sample.
     package static let stolenOverFloor = 1.2
-    /// Goal (issue 19, tightened from 1.2×): the timer ring steals at most this multiple of
+    /// Goal (tightened from 1.2×): the timer ring steals at most this multiple of
     /// `timer/empty` (the same timer and signal, an empty handler) per sample.
     package static let timerStolenOverEmpty = 1.1
     /// Goal: the timer ring's handler takes at most this long (p50, frame-pointer path), µs.
@@ -97,7 +97,7 @@ package enum OverheadGoals {
     package static let latencyP99OverFloorMedian = 3.0
     /// The claim being ported: matrix's "3 % CPU at 50 ms".
     package static let matrixClaimPercentOfCore = 3.0
-    /// Mallocs on the watchdog thread over one stall: issue 19's 50 per report, for its two
+    /// Mallocs on the watchdog thread over one stall: 50 per report, for its two
     /// reports (the first, at the threshold, and the final one). Idle rounds allocate nothing.
     package static let watchdogPathAllocationsPerStall = 100
 

@@ -16,7 +16,7 @@ package struct ProbeFigures: Sendable, Equatable, Codable {
     }
 }
 
-/// `bench probe`'s goals (issue 19). Pure: the same figures always give the same verdicts.
+/// `bench probe`'s goals. Pure: the same figures always give the same verdicts.
 package enum ProbeGoals {
     /// Goal: a heartbeat pair costs the loop at most this, ns.
     package static let pairNanoseconds = 25.0

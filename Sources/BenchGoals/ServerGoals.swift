@@ -20,7 +20,7 @@ package struct ServerFigures: Sendable, Equatable, Codable {
     }
 }
 
-/// `bench server`'s goals (issue 19). Pure: the same figures always give the same verdicts.
+/// `bench server`'s goals. Pure: the same figures always give the same verdicts.
 package enum ServerGoals {
     /// Goal: the watchdog thread costs at most this share of a core under load, %.
     package static let watchdogPercentOfCore = 0.01

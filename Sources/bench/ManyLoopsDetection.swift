@@ -50,7 +50,7 @@ struct ManyLoopsResult: Codable {
     /// per stalled loop, % of a core: an estimate (the handler runs on the stalled thread itself).
     var samplerCPUPercentPerStalledLoopEstimate: Double
     /// Stalls whose first report (the stall event) came without a stack: their thread had no sample
-    /// by the threshold, and either waited for a CPU (the report does not wait for it, issue 19) or
+    /// by the threshold, and either waited for a CPU (the report does not wait for it) or
     /// did not answer the one-off capture.
     var firstReportsWithoutStack: Int = 0
     /// Of those, the ones whose final report has no stack either.

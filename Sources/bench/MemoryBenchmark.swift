@@ -10,7 +10,7 @@ import Darwin
 #endif
 import Stallwatch
 
-/// `bench memory`: resident memory a watchdog's first stall report adds to a real server (issue 19).
+/// `bench memory`: resident memory a watchdog's first stall report adds to a real server.
 struct MemoryBenchmark: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "memory",

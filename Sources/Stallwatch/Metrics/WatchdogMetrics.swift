@@ -96,7 +96,7 @@ public final class WatchdogMetrics: Sendable {
     }
 
     /// A metric's identity with up to two labels held as they are: looking one up joins no
-    /// strings (a stall's start and end each record one, issue 19).
+    /// strings (a stall's start and end each record one).
     private struct MetricKey: Hashable {
         var suffix: String
         var label0 = "", value0 = "", label1 = "", value1 = ""
@@ -120,7 +120,7 @@ public final class WatchdogMetrics: Sendable {
     }
 
     /// A two-label metric, its labels held as they are: a stall's start and end each record one,
-    /// and an array of the labels was allocated for every lookup (issue 19). Only a metric seen
+    /// and an array of the labels was allocated for every lookup. Only a metric seen
     /// for the first time gets one.
     private func counter(_ suffix: String, _ first: (String, String), _ second: (String, String),
                          in s: inout State) -> Counter {

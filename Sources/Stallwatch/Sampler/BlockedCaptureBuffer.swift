@@ -3,7 +3,7 @@ import Synchronization
 
 /// The one `sw_stack_t` that scans of blocked threads write into, kept for the sampler's life. The
 /// structure is larger than `withUnsafeTemporaryAllocation` keeps on the stack, so a temporary one
-/// went to the heap on every capture (issue 19: the watchdog scans every blocked thread of a report,
+/// went to the heap on every capture (the watchdog scans every blocked thread of a report,
 /// and pool threads every round), and the scan's copy of the stack (64 KiB, touched only as far
 /// as scans reach), which the C scan allocated on every call. A scan holds the lock: it reads
 /// /proc and this process's own memory and never waits on another thread.

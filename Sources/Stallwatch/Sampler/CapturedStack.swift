@@ -67,7 +67,7 @@ package struct CapturedStack: Sendable, Hashable, Codable {
     }
 
     /// A stack from the C layer whose frames are written into `storage` (emptied first): storage
-    /// kept from an older sample makes the copy allocation-free (issue 19).
+    /// kept from an older sample makes the copy allocation-free.
     init(_ raw: UnsafePointer<sw_stack_t>, reusing storage: consuming [UInt]) {
         let count = Int(min(raw.pointee.count, UInt32(SW_MAX_FRAMES)))
         var frames = storage

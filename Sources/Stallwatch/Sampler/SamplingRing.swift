@@ -41,7 +41,7 @@ package final class SamplingRing: Sendable {
     private let state: Mutex<State>
 
     /// What the lock guards: the read position, and the buffer drains copy the C ring into
-    /// (allocated once per ring, not per drain: issue 19).
+    /// (allocated once per ring, not per drain).
     private struct State: ~Copyable {
         var nextSequence: UInt64 = 0
         var stopped = false

@@ -18,7 +18,7 @@ import Synchronization
 /// the file's own symbol table); a lookup reads the one entry it lands on, and its name, from the
 /// mapping. The mapped pages a build or a lookup brought in are handed back (``releasePages()``):
 /// they stay in the page cache and fault back in on the next lookup, so a 120 MB binary no longer
-/// keeps its whole `.symtab` resident (issue 19: +12.5 MiB file-backed, +4.5 MiB for a parsed copy).
+/// keeps its whole `.symtab` resident (+12.5 MiB file-backed, +4.5 MiB for a parsed copy).
 package final class ELFSymbolTable: Sendable {
     private let index: SymbolIndex
     private let symbolsOffset: Int   // the symbol table inside the image

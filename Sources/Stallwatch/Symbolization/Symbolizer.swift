@@ -22,7 +22,7 @@ package final class Symbolizer: Sendable {
 
     private let cache = Mutex<[UInt: SymbolizedFrame]>([:])
     /// Names already read and demangled, by function: a new address in a known function (the PC
-    /// of a CPU-bound loop moves) reuses them instead of reading and demangling again (issue 19).
+    /// of a CPU-bound loop moves) reuses them instead of reading and demangling again.
     private let functionNames = Mutex<[FunctionKey: FunctionName]>([:])
     /// Module paths by load base, so that a new address in a known module copies no path.
     private let modulePaths = Mutex<[UInt: String]>([:])
@@ -99,7 +99,7 @@ package final class Symbolizer: Sendable {
 
     /// Hands back the resident pages of the mapped symbol files that lookups read since the last
     /// call: they stay in the page cache, and later lookups fault in the few they read. Without it a
-    /// process keeps every symbol-table page it ever looked at (issue 19). Cheap when nothing was
+    /// process keeps every symbol-table page it ever looked at. Cheap when nothing was
     /// read (cached frames read nothing): one atomic load per loaded module, no system call. Done
     /// under the lock, so it allocates nothing.
     package func releaseMappedPages() {
@@ -165,7 +165,7 @@ package final class Symbolizer: Sendable {
         }
         // dladdr names only exported symbols; the static table also names internal functions.
         // The vDSO has no file ("linux-vdso.so.1" is only its name): its table was tried again every
-        // 5 s (allocating each time), as if the failure could pass (issue 19). Other modules may be
+        // 5 s (allocating each time), as if the failure could pass. Other modules may be
         // named by a relative path: the main executable is named as it was started.
         if let path = frame.module, info.module_base != 0, UInt(info.module_base) != Self.vdsoBase {
             guard let table = table(for: path) else { return (frame, false) }

@@ -121,7 +121,7 @@ final class LoopMonitor {
     }
 
     /// Frame storage of samples no longer kept, for new ones: once a loop's stalls have been
-    /// sampled, copying a drained sample allocates nothing (issue 19).
+    /// sampled, copying a drained sample allocates nothing.
     private var spareFrames: [[UInt]] = []
 
     /// Storage for one new sample's frames: a forgotten sample's, or a new empty array.

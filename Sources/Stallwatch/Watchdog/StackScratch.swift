@@ -3,7 +3,7 @@ import StallwatchPolicy
 
 /// Storage the watchdog reuses to turn samples into call trees and signatures, every round one has
 /// new samples and for every report: kept between rounds and stalls, so that steady work allocates
-/// nothing once it has held the largest tree so far (issue 19). Used on the watchdog thread only.
+/// nothing once it has held the largest tree so far. Used on the watchdog thread only.
 final class StackScratch {
     /// The tree being built.
     var tree = CallTree(capacity: 256)

@@ -16,7 +16,9 @@ struct ThreadBaseline {
     var takenAt: MonotonicInstant
     var cpuTime: Duration
     var runQueueWait: Duration?
-    /// The process's cgroup's CPU-quota throttling so far, when it has a quota to read.
+    /// The process's cgroup's CPU-quota throttling so far, when it has a quota to read: read once
+    /// the loop is suspected, not at every busy period the watchdog sees (a file read each, on
+    /// cgroup v2 machines), so the throttling counted is from then on, a part of the window.
     var throttled: Duration?
 
     /// `files`: the thread's `/proc` files when they are kept open already.
@@ -25,8 +27,7 @@ struct ThreadBaseline {
         let at = MonotonicClock.now()
         guard let cpu = try? ThreadCPUClock(thread).elapsed() else { return nil }
         let wait = try? (files.map { try ThreadInfo.schedStat($0) } ?? ThreadInfo.schedStat(thread)).waitTime
-        return ThreadBaseline(thread: thread, stamp: stamp, takenAt: at, cpuTime: cpu, runQueueWait: wait,
-                              throttled: CgroupThrottling.total())
+        return ThreadBaseline(thread: thread, stamp: stamp, takenAt: at, cpuTime: cpu, runQueueWait: wait)
     }
 }
 

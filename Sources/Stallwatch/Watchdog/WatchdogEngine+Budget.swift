@@ -5,7 +5,7 @@ extension WatchdogEngine {
     /// Once a round: the interval every sampling ring should run at for the loops sampled now
     /// (``SamplingGovernor``); rings that run at another are reprogrammed.
     func governSampling() {
-        // Counted in place: this runs every round, and a list of the rings would allocate (issue 19).
+        // Counted in place: this runs every round, and a list of the rings would allocate.
         let ringCount = monitors.values.count { $0.ring != nil }
         let wanted = governor.interval(forSampledLoops: ringCount)
         metrics?.recordSamplingInterval(wanted.interval)

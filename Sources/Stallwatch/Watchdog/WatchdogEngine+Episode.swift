@@ -53,6 +53,7 @@ extension WatchdogEngine {
             if configuration.sampleContinuously { collect(m, thread: thread, now: now) }
         case .suspected:
             refreshBaseline(m, thread: thread, stamp: busySince, now: now)
+            if m.baseline != nil, m.baseline?.throttled == nil { m.baseline?.throttled = CgroupThrottling.total() }
             collect(m, thread: thread, now: now)
             if evidenceDue(m, now: now) { noteEvidence(m, thread: thread, stamp: busySince) }
         case .stalled(let since, let elapsed):
@@ -329,7 +330,7 @@ extension WatchdogEngine {
     /// ``waitingForCPUShare`` of a CPU since its ring was armed, during this busy period, at least
     /// ``waitForCPUAfter`` ago — it waits for a CPU. A signal would be answered only when it next
     /// gets one; waiting here (up to 20 ms a loop, 25 a round) delays this report and every other
-    /// stalled loop's in the round: 64 spinning loops on 2 cores by 30-40 ms at p99 (issue 19). Its
+    /// stalled loop's in the round: 64 spinning loops on 2 cores by 30-40 ms at p99. Its
     /// ring has no sample although it may have run a few ms: a CPU-clock timer expires only at a
     /// scheduler tick that finds the thread running (64 spinning loops: 1.9-10.3 ms of CPU in the
     /// 125-258 ms since arming, no sample). The report says so; its update carries the ring's stack.

@@ -151,7 +151,7 @@ final class WatchdogEngine {
     /// User loops plus one heartbeat loop per pool thread the pool watcher knows.
     private func syncMonitors() {
         // Compared in place, without sets or a joined list: pool threads come and go (they exit
-        // after ~5 s idle), and every change lands here (issue 19).
+        // after ~5 s idle), and every change lands here.
         let poolProbes = poolWatcher?.probes ?? []
         func isPoolProbe(_ id: ObjectIdentifier) -> Bool { poolProbes.contains { ObjectIdentifier($0) == id } }
         func isWanted(_ id: ObjectIdentifier) -> Bool { userSources.contains { $0.identity == id } || isPoolProbe(id) }

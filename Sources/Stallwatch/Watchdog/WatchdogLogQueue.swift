@@ -8,7 +8,7 @@ import Synchronization
 /// the write then waits for as long as the collector does. On the watchdog thread that would stop
 /// detection exactly when a service is most likely stalling (on that same logging), and a handler's
 /// formatting (metadata merged, a timestamp, strings joined) cost about 17 allocations per line on
-/// the thread that must not allocate (issue 19). Here the watchdog only appends the event to a list
+/// the thread that must not allocate. Here the watchdog only appends the event to a list
 /// with room kept for it, and the queue calls the handler.
 final class WatchdogLogQueue: Sendable {
     /// Lines waiting for the queue beyond this are dropped and counted (one error line says how

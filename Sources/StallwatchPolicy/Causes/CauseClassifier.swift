@@ -66,7 +66,7 @@ package struct CauseClassifier: Sendable, Equatable {
     }
 
     /// A runnable thread's evidence is written into one string with room for it: every stall
-    /// report states it, and pieces joined by interpolation allocate each (issue 19).
+    /// report states it, and pieces joined by interpolation allocate each.
     ///
     /// Below ``cpuBoundFraction`` of a core the thread is judged against what it could have had:
     /// on a box where more tasks are runnable than there are cores, a thread running its own long

@@ -98,7 +98,7 @@ package struct StallDetector: Sendable {
         return times
     }
 
-    /// ``wakeTimes`` one by one, without an array: the watchdog asks every round (issue 19).
+    /// ``wakeTimes`` one by one, without an array: the watchdog asks every round.
     package func forEachWakeTime(_ body: (MonotonicInstant) -> Void) {
         guard let current = tracked, current.episode == nil else { return }
         body(current.measuredFrom + suspicionThreshold + .milliseconds(1))

@@ -34,7 +34,7 @@ public struct FrameOrigin: RawRepresentable, Hashable, Sendable, Codable, CaseIt
         guard let module else { return false }
         if module.hasPrefix("linux-vdso") || module.hasPrefix("linux-gate") { return true }
         if systemPrefixes.contains(where: module.hasPrefix) { return true }
-        // Compared in place: every frame of every report asks (issue 19), and splitting the path or
+        // Compared in place: every frame of every report asks, and splitting the path or
         // the standard library's substring search allocate.
         let utf8 = module.utf8
         let file = utf8.lastIndex(of: UInt8(ascii: "/")).map { module[utf8.index(after: $0)...] } ?? module[...]
@@ -64,7 +64,7 @@ extension StallReport {
     /// else from the leaf, every frame.
     public func blamedSummary(frames count: Int = 3) -> String {
         // Lazily, and a lone name returned as it is: the watchdog asks for one frame on every
-        // stall, and the filtered and mapped lists and their join allocated each time (issue 19).
+        // stall, and the filtered and mapped lists and their join allocated each time.
         if let start = ServiceFrames.firstServiceFrame(in: blamedStack) {
             // The service's frames only: the framework calling its handler is noise in one line.
             return Self.summary(blamedStack.dropFirst(start).lazy.filter { ServiceFrames.kind(of: $0) == .service }

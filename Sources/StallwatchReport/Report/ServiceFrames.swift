@@ -74,7 +74,7 @@ package enum ServiceFrames {
     /// <…> of`, up to its first dot. `nil` when none is named (a thunk between function types).
     package static func swiftModule(of symbol: String) -> String? {
         // Walked by index, the word kept as a range: every stall's one-line summary asks this of
-        // its frames, and a copy of the characters or a growing word would allocate (issue 19).
+        // its frames, and a copy of the characters or a growing word would allocate.
         var depth = 0
         var start = symbol.startIndex
         var previous: Character?
