@@ -17,8 +17,6 @@ typedef struct sw_cpu_wake sw_cpu_wake_t;
 sw_cpu_wake_t *sw_cpu_wake_open(int avoid_signal, int *error);
 /// The signalfd that becomes readable when the timer expires (level-triggered until re-armed).
 int sw_cpu_wake_fd(const sw_cpu_wake_t *wake);
-/// The signal it uses.
-int sw_cpu_wake_signal(const sw_cpu_wake_t *wake);
 /// Takes any expiry already signalled, then arms the timer to expire once the process has used
 /// `cpu_ns` more CPU time (0 disarms it). Returns 1 when an expiry was pending, 0 when none, or
 /// -errno when the timer cannot be set.

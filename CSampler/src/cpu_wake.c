@@ -16,7 +16,6 @@
 struct sw_cpu_wake {
     timer_t timer;
     int fd;
-    int signo;
 };
 
 sw_cpu_wake_t *sw_cpu_wake_open(int avoid_signal, int *error) {
@@ -38,7 +37,6 @@ sw_cpu_wake_t *sw_cpu_wake_open(int avoid_signal, int *error) {
         free(wake);
         return NULL;
     }
-    wake->signo = signo;
     wake->fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     if (wake->fd < 0) {
         if (error) *error = -errno;
@@ -60,8 +58,6 @@ sw_cpu_wake_t *sw_cpu_wake_open(int avoid_signal, int *error) {
 }
 
 int sw_cpu_wake_fd(const sw_cpu_wake_t *wake) { return wake->fd; }
-
-int sw_cpu_wake_signal(const sw_cpu_wake_t *wake) { return wake->signo; }
 
 // Reads every queued expiry off the descriptor: 1 when there was one.
 static int take_expiries(sw_cpu_wake_t *wake) {

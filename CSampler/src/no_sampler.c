@@ -345,10 +345,6 @@ int sw_cpu_wake_fd(const sw_cpu_wake_t *wake) {
     (void)wake;
     return -1;
 }
-int sw_cpu_wake_signal(const sw_cpu_wake_t *wake) {
-    (void)wake;
-    return 0;
-}
 int sw_cpu_wake_arm(sw_cpu_wake_t *wake, int64_t cpu_ns) {
     (void)wake; (void)cpu_ns;
     return -ENOSYS;

@@ -30,6 +30,7 @@ final class IdleSleep {
     /// Whether heartbeat probes can wake the watchdog (the expedited barrier is registered).
     private let barrierError: Int32
     private var barrierRefusalLogged = false
+    private var disarmFailureLogged = false
     /// The probes whose `busy()` now wakes the watchdog (each counted in once).
     private var armedProbes: [HeartbeatProbe] = []
     /// Whether the watchdog sleeps so now (set by ``begin(heartbeats:cpuBeforeWake:)``).
@@ -123,7 +124,11 @@ final class IdleSleep {
         guard isSleeping else { return }
         isSleeping = false
         _ = disarmProbes()
-        if let cpuWake { _ = sw_cpu_wake_arm(cpuWake, 0) }
+        // Left armed, the timer would only wake a later round early: said once, not fatal.
+        if let cpuWake, case let rc = sw_cpu_wake_arm(cpuWake, 0), rc < 0, !disarmFailureLogged {
+            disarmFailureLogged = true
+            logger.warning("the CPU timer of the watchdog's idle sleep cannot be disarmed", metadata: ["error": "\(-rc)"])
+        }
     }
 
     private func disarmProbes() -> Bool {
