@@ -220,6 +220,39 @@ private typealias S = SyscallNumber
         #expect(classifier.classify(last, observed: seen).kind == .diskIO)
     }
 
+    /// An fsync loop measured here: 43 % CPU, 1 % run-queue wait, 56 % blocked, 10.4 MiB written
+    /// in 600 ms; and the same under load, its CPU share past half a core.
+    @Test func storageBytesWithTheThreadOftenBlockedAreDiskIO() {
+        var quiet = evidence("R", cpuMs: 258, wallMs: 600, runQueueMs: 6)
+        quiet.storageBytesDelta = 10_948_608
+        let cause = classifier.classify(quiet)
+        #expect(cause.kind == .diskIO, "\(cause.evidence)")
+        #expect(cause.evidence.contains("off every CPU and run queue for 56 % of the window while it moved 10.4 MiB to or from storage"),
+                "\(cause.evidence)")
+        var busy = loaded(cpuMs: 1100, machine: 5, runnable: 1, waitMs: 300)
+        busy.storageBytesDelta = 4096
+        let underLoad = classifier.classify(busy)
+        #expect(underLoad.kind == .diskIO, "\(underLoad.evidence)")
+        #expect(underLoad.evidence.contains("30 % of the window while it moved 4.0 KiB"), "\(underLoad.evidence)")
+    }
+
+    /// Bytes alone are no storage wait: a CPU-bound thread that writes a log, a thread that copies
+    /// from the page cache (no bytes), or one whose run-queue wait is unknown keep their cause.
+    @Test func storageBytesWithoutBlockingKeepTheCause() {
+        var logging = evidence("R", cpuMs: 1700, runQueueMs: 100)
+        logging.storageBytesDelta = 1 << 20
+        #expect(classifier.classify(logging).kind == .cpuBound)
+        var cached = evidence("R", cpuMs: 1100, runQueueMs: 100)
+        cached.storageBytesDelta = 0
+        #expect(classifier.classify(cached).kind == .cpuBound)
+        var unknownWait = evidence("R", cpuMs: 1100)
+        unknownWait.storageBytesDelta = 1 << 20
+        #expect(classifier.classify(unknownWait).kind == .cpuBound)
+        var justUnder = evidence("R", cpuMs: 1100, runQueueMs: 401)
+        justUnder.storageBytesDelta = 1 << 20
+        #expect(classifier.classify(justUnder).kind == .cpuBound, "blocked 24.95 %")
+    }
+
     @Test func otherSyscallsAreBlockedInSyscall() {
         let pipeRead = classifier.classify(evidence("S", syscall: S.read, fd: .pipe))
         #expect(pipeRead.kind == .blockedInSyscall)

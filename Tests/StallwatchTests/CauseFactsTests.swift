@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import Stallwatch
 import StallwatchPolicy
 import Testing
@@ -37,5 +40,36 @@ import Testing
         #expect(CgroupThrottling.parse(ArraySlice(text.utf8)) == .milliseconds(350))
         // The root cgroup, or one without the cpu controller: no throttling line.
         #expect(CgroupThrottling.parse(ArraySlice("usage_usec 1\nuser_usec 1\nsystem_usec 0\n".utf8)) == nil)
+    }
+
+    @Test func taskIOStorageBytes() {
+        let text = """
+        rchar: 2012
+        wchar: 10948608
+        syscr: 3
+        syscw: 2668
+        read_bytes: 4096
+        write_bytes: 10948608
+        cancelled_write_bytes: 0
+
+        """
+        #expect(ThreadStorageIO.parse(ArraySlice(text.utf8)) == 10_952_704)
+        #expect(ThreadStorageIO.parse(ArraySlice("rchar: 1\nwchar: 1\n".utf8)) == nil)
+    }
+
+    /// A thread's own writes and syncs show in its file as soon as they are made.
+    @Test func taskIOCountsThisThreadsWrites() throws {
+        #if os(Linux)
+        let path = "/tmp/stallwatch-io-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        try #require(fd >= 0)
+        defer { close(fd); unlink(path) }
+        let before = try #require(ThreadStorageIO.bytes(.current))
+        let block = [UInt8](repeating: 7, count: 65536)
+        _ = block.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        _ = fsync(fd)
+        let after = try #require(ThreadStorageIO.bytes(.current))
+        #expect(after >= before + 65536, "\(after - before) bytes")
+        #endif
     }
 }

@@ -20,6 +20,18 @@ struct ThreadBaseline {
     /// the loop is suspected, not at every busy period the watchdog sees (a file read each, on
     /// cgroup v2 machines), so the throttling counted is from then on, a part of the window.
     var throttled: Duration?
+    /// The thread's storage bytes so far (``ThreadStorageIO``), read with ``throttled``.
+    var storageBytes: UInt64?
+    /// Whether ``throttled`` and ``storageBytes`` were read (either may be `nil` after).
+    private(set) var suspectedReadsTaken = false
+
+    /// Reads what only a suspected loop's evidence weighs, once per busy period.
+    mutating func readOnceSuspected() {
+        guard !suspectedReadsTaken else { return }
+        suspectedReadsTaken = true
+        throttled = CgroupThrottling.total()
+        storageBytes = ThreadStorageIO.bytes(thread)
+    }
 
     /// `files`: the thread's `/proc` files when they are kept open already.
     static func take(_ thread: ThreadID, files: TaskFiles?, stamp: MonotonicInstant, now: MonotonicInstant) -> ThreadBaseline? {
@@ -73,6 +85,10 @@ enum StallEvidence {
         var evidence = ThreadEvidence(state: state, syscall: syscall, fdKind: fdKind, cpuTimeDelta: cpuDelta,
                                       wallDelta: wallDelta, runQueueWaitDelta: waitDelta, threadCount: threadCount,
                                       cores: cores)
+        // Only a runnable thread's cause weighs it: a blocked one names its call.
+        if state == "R", let before = baseline?.storageBytes, let now = ThreadStorageIO.bytes(thread), now >= before {
+            evidence.storageBytesDelta = now - before
+        }
         if evidence.looksStarved() {
             evidence.runnableThreadCount = runnableThreads()
             switch MachineRunnable.read() {

@@ -53,11 +53,13 @@ extension WatchdogEngine {
             if configuration.sampleContinuously { collect(m, thread: thread, now: now) }
         case .suspected:
             refreshBaseline(m, thread: thread, stamp: busySince, now: now)
-            if m.baseline != nil, m.baseline?.throttled == nil { m.baseline?.throttled = CgroupThrottling.total() }
+            m.baseline?.readOnceSuspected()
             collect(m, thread: thread, now: now)
             if evidenceDue(m, now: now) { noteEvidence(m, thread: thread, stamp: busySince) }
         case .stalled(let since, let elapsed):
             refreshBaseline(m, thread: thread, stamp: busySince, now: now)
+            // Not suspected first when the round came late: later evidence still has a baseline.
+            m.baseline?.readOnceSuspected()
             collect(m, thread: thread, now: now, fresh: true)
             // The first report's evidence is read now, however recent the last.
             noteEvidence(m, thread: thread, stamp: busySince)

@@ -64,6 +64,10 @@ package struct ThreadEvidence: Sendable, Equatable {
     /// Time the process's cgroup was held off the CPUs by its CPU quota during the window (cgroup
     /// v2 `cpu.stat` `throttled_usec`); `nil` when not known (no quota file, cgroup v1, not read).
     package var throttledDelta: Duration?
+    /// Bytes the thread made the kernel move to or from storage during the window (`read_bytes`
+    /// plus `write_bytes` of its `/proc` `io` file); read only for a runnable thread, `nil` when
+    /// not read.
+    package var storageBytesDelta: UInt64?
 
     /// Creates evidence.
     package init(
@@ -71,7 +75,7 @@ package struct ThreadEvidence: Sendable, Equatable {
         cpuTimeDelta: Duration, wallDelta: Duration, runQueueWaitDelta: Duration? = nil,
         threadCount: Int, runnableThreadCount: Int? = nil, cores: Int = 0,
         machineRunnable: MachineRunnableCount? = nil, machineRunnableUnread: String? = nil,
-        throttledDelta: Duration? = nil
+        throttledDelta: Duration? = nil, storageBytesDelta: UInt64? = nil
     ) {
         self.state = state
         self.syscall = syscall
@@ -85,6 +89,7 @@ package struct ThreadEvidence: Sendable, Equatable {
         self.machineRunnable = machineRunnable
         self.machineRunnableUnread = machineRunnableUnread
         self.throttledDelta = throttledDelta
+        self.storageBytesDelta = storageBytesDelta
     }
 
     /// Whether the thread looks starved: runnable, yet it got less than `cpuBoundFraction` of the
