@@ -24,6 +24,22 @@ import Testing
         #expect(again == .idle)
     }
 
+    /// The process was stopped for 2.9 s while a 12 ms batch was under way; the round that judged
+    /// the stop found the batch ended, and the next round (1 ms on, no stop) must not judge it again
+    /// without the stop.
+    @Test func periodThatSpannedAStopIsJudgedOnce() {
+        var detector = StallDetector(configuration: configuration())
+        #expect(detector.evaluate(busySince: at(ms: 90), now: at(ms: 100), previousRoundAt: nil) == .busy(elapsed: .milliseconds(10)))
+        let ended = (since: at(ms: 95), end: at(ms: 3007))
+        let stopRound = detector.evaluate(busySince: nil, now: at(ms: 3008), previousRoundAt: at(ms: 100),
+                                          stoppedFor: .milliseconds(2900), lastEnded: ended)
+        #expect(stopRound == .idle)
+        let next = detector.evaluate(busySince: at(ms: 3008), now: at(ms: 3009), previousRoundAt: at(ms: 3008),
+                                     stoppedFor: .zero, lastEnded: ended)
+        #expect(next == .busy(elapsed: .milliseconds(1)))
+        #expect(!detector.isInStall)
+    }
+
     @Test func periodSeenUnderTheThresholdThatEndedOverIt() {
         var detector = StallDetector(configuration: configuration())
         #expect(detector.evaluate(busySince: at(ms: 0), now: at(ms: 1500), previousRoundAt: nil) == .suspected(elapsed: .milliseconds(1500)))

@@ -116,7 +116,27 @@ final class IdleSleep {
             return disarmProbes()
         }
         isSleeping = true
+        sleptAt = MonotonicClock.now()
         return true
+    }
+
+    /// When the sleep began (meaningful while ``isSleeping``).
+    private var sleptAt = MonotonicInstant(nanoseconds: 0)
+
+    /// The earliest busy stamp a probe left during the sleep: its `busy()` woke the watchdog then,
+    /// so a round that begins much later was held up (a stop of the process, a starved watchdog)
+    /// as surely as one that woke past its planned time. `nil` when no probe turned busy (the CPU
+    /// timer, a loop's event or the pool woke it). Call before ``woke()``.
+    func wakeRequestedAt() -> MonotonicInstant? {
+        guard isSleeping else { return nil }
+        var earliest: MonotonicInstant?
+        for probe in armedProbes {
+            for stamp in [probe.busySince, probe.lastEndedPeriod?.since] {
+                guard let stamp, stamp >= sleptAt else { continue }
+                if earliest.map({ stamp < $0 }) ?? true { earliest = stamp }
+            }
+        }
+        return earliest
     }
 
     /// The sleep (if any) is over: probes stop waking the watchdog and the CPU timer is disarmed.

@@ -233,6 +233,9 @@ final class WatchdogEngine {
     private func beginRound(now: MonotonicInstant) -> Duration? {
         roundStart = now
         deliveryTime = .zero
+        // A sleep without a period has no planned wake to be late against: a probe's wake request
+        // stands for it, or a SIGSTOP between that request and this round passes for a stall.
+        if let requested = idleSleep.wakeRequestedAt() { plannedWake = requested }
         idleSleep.woke()
         var stopped = judgeSuspension(now: now)
         if stoppedInRound > .zero {

@@ -33,6 +33,9 @@ package struct StallDetector: Sendable {
     /// The stamp of the last busy period that stopped being watched (or was reported after it
     /// ended): the probe's record of its end must not make it a stall a second time.
     private var lastClosedStamp: MonotonicInstant?
+    /// The stamp of the last ended period ``stallThatEnded`` found no stall: its verdict, made with
+    /// that round's stopped time, is final.
+    private var judgedEndedStamp: MonotonicInstant?
     /// The end of the last episode closed, or the instant a suspension was noticed: a period the
     /// probe records that began before it (a pinged loop's tick, whose start is no probe stamp)
     /// was that episode or spanned the stop, and is never a stall of its own.
@@ -186,7 +189,8 @@ package struct StallDetector: Sendable {
     private mutating func stallThatEnded(_ ended: (since: MonotonicInstant, end: MonotonicInstant)?,
                                          busySince: MonotonicInstant?, shift: Duration,
                                          now: MonotonicInstant) -> StallObservation? {
-        guard let ended, ended.since != busySince, ended.since != lastClosedStamp, ended.end >= ended.since else {
+        guard let ended, ended.since != busySince, ended.since != lastClosedStamp, ended.since != judgedEndedStamp,
+              ended.end >= ended.since else {
             return nil
         }
         if let covered = coveredUntil, ended.since < covered, tracked?.probeStamp != ended.since { return nil }
@@ -200,7 +204,12 @@ package struct StallDetector: Sendable {
         }
         let start = shifted(from, by: shift, now: end)
         let duration = nonNegative(end - start)
-        guard duration > threshold else { return nil }
+        guard duration > threshold else {
+            // Judged once, with this round's stop: the next round, with none, must not find the
+            // stopped time in it again (a SIGSTOP mid-period made a 3 s "stall" of a 12 ms batch).
+            judgedEndedStamp = ended.since
+            return nil
+        }
         tracked = Tracked(probeStamp: ended.since, measuredFrom: start, episode: StallEpisode(start: start))
         unseenEnd = end
         return .stalledAfterItEnded(since: start, duration: duration)
