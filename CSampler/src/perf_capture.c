@@ -27,7 +27,7 @@
 #define SW_PERF_DATA_PAGES 16u
 
 
-static int64_t perf_open(int32_t tid) {
+static int64_t perf_open(int32_t tid, int exclude_kernel) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.size = sizeof a;
@@ -37,7 +37,7 @@ static int64_t perf_open(int32_t tid) {
     a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
     a.sample_regs_user = SW_PERF_REGS;
     a.sample_stack_user = SW_PERF_STACK_BYTES;
-    a.exclude_kernel = 1;
+    a.exclude_kernel = (uint64_t)exclude_kernel;
     a.exclude_hv = 1;
     a.disabled = 1;
     a.wakeup_events = 1;
@@ -103,7 +103,12 @@ int sw_capture_perf(int32_t tid, uint32_t max_frames, int64_t timeout_ns, sw_sta
     out->unwinder = SW_UNWIND_FRAME_POINTER;
     out->driver = SW_DRIVER_PERF;
     int64_t start = sw_now_ns(), deadline = start + timeout_ns;
-    int fd = (int)perf_open(tid);
+    // Counting the thread's time in the kernel too, a thread inside one long system call (a read
+    // of a large cached file, which no signal interrupts) is sampled there: the sample's user
+    // registers and stack are those it entered the call with. Where that needs more privilege
+    // than the process has (perf_event_paranoid 2 without CAP_PERFMON), user time only.
+    int fd = (int)perf_open(tid, 0);
+    if (fd < 0 && (errno == EACCES || errno == EPERM)) fd = (int)perf_open(tid, 1);
     if (fd < 0) return errno == ESRCH ? SW_ERR_THREAD_GONE : -errno;
     long page = sysconf(_SC_PAGESIZE);
     size_t len = (size_t)page * (1 + SW_PERF_DATA_PAGES);

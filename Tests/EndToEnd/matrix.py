@@ -54,13 +54,17 @@ KINDS = {
     "pipe": {"networkIO", "blockedInSyscall"},   # a pipe is no socket: generic I/O wait is true too
     "fsync": {"diskIO"},
     "bigfile": {"diskIO", "cpuBound"},           # a fast virtual disk makes the copy the cost
+    "bigread": {"cpuBound", "diskIO"},           # one read of a cached file: the kernel's copy
     "async1": CPU, "async3": CPU, "async5": CPU,  # computing under 1, 3, 5 suspended async callers
 }
+# Kinds whose stall lasts only about the time asked for (one system call sized by an estimated
+# rate): judged by the length the injection measured, as a multiple of the threshold, instead.
+UNTIMED_KINDS = {"bigread"}
 # The function each kind must be blamed on (Examples/BlockingWork `injectionFunctions`).
 FUNCTIONS = {
     "cpu": "blockOnCPU", "json": "encodeBigJSON", "pbkdf2": "hashPassword", "sleep": "blockInSleep",
     "semaphore": "waitOnSemaphore", "mutex": "blockOnLock", "socket": "blockOnSocketRead",
-    "pipe": "blockOnPipeRead", "fsync": "fsyncStorm", "bigfile": "readBigFile",
+    "pipe": "blockOnPipeRead", "fsync": "fsyncStorm", "bigfile": "readBigFile", "bigread": "readFileInOneCall",
     "zlib": "compressWithZlib", "sqlite": "queryRecursiveSQLite", "regex": "matchWithRegex",
     "qsort": "sortWithCComparator", "recursion": "recurseThenCompute", "future": "computeInFutureChain",
     "heldmutex": "blockOnHeldLock",
@@ -268,6 +272,10 @@ def run_server(name, binary, args, rng, work_dir):
                 ms = int(round(THRESHOLD_MS * multiplier))
                 answer = get_json(server, name, f"{prefix_route}{kind}?ms={ms}")
                 answer.update(server=name, where=where, multiplier=multiplier, first=position == 0, index=index)
+                if kind in UNTIMED_KINDS:
+                    # Between 0.8x and 1.2x it is neither a stall nor clearly below one: left out.
+                    answer.update(requestedMultiplier=multiplier,
+                                  multiplier=(answer["monoEndNs"] - answer["monoStartNs"]) / 1e6 / THRESHOLD_MS)
                 injections.append(answer)
                 if args.verbose:
                     print(f"  {name} {where} {kind} {ms} ms on {answer['tid']} ({answer['thread']})", flush=True)

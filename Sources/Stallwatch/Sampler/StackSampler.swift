@@ -109,10 +109,25 @@ package final class StackSampler: Sendable {
         }
         let timeout = timeout ?? configuration.timeout
         do {
-            return try signalCapture(thread, unwinder: unwinder ?? configuration.unwinder, timeout: timeout)
+            return try signalCaptureOrKernelSample(thread, unwinder: unwinder ?? configuration.unwinder, timeout: timeout)
         } catch .signalBlocked(let t, let signal) {
             if let stack = try? blockedStackIfBlocked(thread) { return stack }
             guard let stack = try? perfCapture(thread, timeout: timeout) else { throw .signalBlocked(t, signal: signal) }
+            return stack
+        }
+    }
+
+    /// ``signalCapture(_:unwinder:timeout:)``, and when the signal is not handled in time, the
+    /// kernel's sample of the thread (``perfCapture(_:timeout:)``): a thread inside one long system
+    /// call (a read of a large cached file) runs in the kernel, where a signal waits for the call's
+    /// return, and the kernel's sample gives the user stack the call was made from. The signal's
+    /// timeout is thrown when the kernel's sample fails too.
+    package func signalCaptureOrKernelSample(_ thread: ThreadID, unwinder: Unwinder,
+                                             timeout: Duration) throws(SamplerError) -> CapturedStack {
+        do {
+            return try signalCapture(thread, unwinder: unwinder, timeout: timeout)
+        } catch .timedOut(let t, let after) {
+            guard let stack = try? perfCapture(thread, timeout: timeout) else { throw .timedOut(t, after: after) }
             return stack
         }
     }

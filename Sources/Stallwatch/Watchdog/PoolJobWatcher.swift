@@ -397,7 +397,7 @@ final class PoolJobWatcher {
                 // concluded: worth a signal to see which job.
                 if !busy { thread.inconclusiveSignalAt = now }
                 let stack: CapturedStack?
-                do { stack = try sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(20)) } catch {
+                do { stack = try sampler.signalCaptureOrKernelSample(tid, unwinder: .framePointer, timeout: .milliseconds(20)) } catch {
                     stack = nil
                     if thread.job == nil { thread.unwatched.failed(now: now, why: "its stack could not be captured (\(error))") }
                 }

@@ -12,7 +12,7 @@ import Glibc
 public let injectionFunctions: [String: String] = [
     "cpu": "blockOnCPU", "json": "encodeBigJSON", "pbkdf2": "hashPassword", "sleep": "blockInSleep",
     "semaphore": "waitOnSemaphore", "mutex": "blockOnLock", "socket": "blockOnSocketRead",
-    "pipe": "blockOnPipeRead", "fsync": "fsyncStorm", "bigfile": "readBigFile",
+    "pipe": "blockOnPipeRead", "fsync": "fsyncStorm", "bigfile": "readBigFile", "bigread": "readFileInOneCall",
     "zlib": "compressWithZlib", "sqlite": "queryRecursiveSQLite", "regex": "matchWithRegex",
     "qsort": "sortWithCComparator", "recursion": "recurseThenCompute", "heldmutex": "blockOnHeldLock",
 ]
@@ -48,6 +48,7 @@ public func runInjection(kind: String, milliseconds: Int) -> String? {
     case "pipe": work = { blockOnPipeRead(milliseconds: milliseconds) }
     case "fsync": work = { fsyncStorm(milliseconds: milliseconds) }
     case "bigfile": work = { readBigFile(milliseconds: milliseconds) }
+    case "bigread": work = { readFileInOneCall(milliseconds: milliseconds) }
     case "zlib": work = { compressWithZlib(milliseconds: milliseconds) }
     case "sqlite": work = { queryRecursiveSQLite(milliseconds: milliseconds) }
     case "regex": work = { matchWithRegex(milliseconds: milliseconds) }
@@ -155,6 +156,27 @@ public func readBigFile(milliseconds: Int) {
             _ = lseek(fd, 0, SEEK_SET)
         }
     }
+}
+
+/// One `read` of a large file, as `Data(contentsOf:)` of a big file does: the kernel copies it in a
+/// single call that a sampling signal cannot interrupt (it is delivered when the call returns), so
+/// the thread shows no user stack for the whole stall. The file is sparse (no disk used; its holes
+/// read as zeros through the page cache), sized at about 1 MB per millisecond: a copy from the
+/// cache runs at about 1 GB/s on the CI machine, a first read that fills the cache 4× slower, so the
+/// call's length is only near `milliseconds` (the harness judges it by the time it measured).
+@inline(never)
+public func readFileInOneCall(milliseconds: Int) {
+    let size = 2 << 30
+    let path = NSTemporaryDirectory() + "stallwatch-bigread-\(getuid())"
+    let fd = open(path, O_RDWR | O_CREAT, 0o600)
+    guard fd >= 0 else { return }
+    defer { close(fd) }
+    var st = stat()
+    if fstat(fd, &st) == 0, st.st_size != size { _ = ftruncate(fd, off_t(size)) }
+    let bytes = min(max(milliseconds, 1) << 20, size)
+    guard let buffer = malloc(bytes) else { return }
+    defer { free(buffer) }
+    _ = pread(fd, buffer, bytes, 0)
 }
 
 /// Recurses `depth` frames deep, then computes: a deep stack whose every frame must be kept.

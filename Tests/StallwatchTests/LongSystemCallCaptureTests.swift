@@ -1,0 +1,56 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+@testable import Stallwatch
+
+/// One `pread` of a 1 GiB sparse file into one buffer: the kernel copies it (or fills the page
+/// cache with its holes) in one call that takes from half a second to a few, and a signal sent
+/// meanwhile waits for the call's return.
+@inline(never) func longReadFixtureOneCall(_ thread: TestThread) {
+    let path = NSTemporaryDirectory() + "stallwatch-test-longread-\(getpid())"
+    let fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o600)
+    guard fd >= 0 else { return }
+    defer { close(fd); unlink(path) }
+    let size = 1 << 30
+    guard ftruncate(fd, off_t(size)) == 0, let buffer = malloc(size) else { return }
+    defer { free(buffer) }
+    while !thread.shouldStop {
+        thread.counter.add(1, ordering: .releasing)
+        _ = pread(fd, buffer, size, 0)
+    }
+}
+
+@Suite("A thread inside one long system call", .serialized)
+struct LongSystemCallCaptureTests {
+    /// The signal cannot be handled before the read returns; the capture must not come back empty
+    /// (or late, after the call) but with the stack the call was made from, by the kernel's sample.
+    @Test("its stack is the kernel's sample of it, taken inside the call")
+    func capturedInsideTheCall() throws {
+        let sampler = try StackSampler()
+        let thread = TestThread(name: "sw-longread") { longReadFixtureOneCall($0) }
+        defer { thread.stopAndJoin(timeout: .seconds(30)) }
+        let tid = try #require(thread.tid)
+        #expect(eventually { thread.counter.load(ordering: .acquiring) > 0 })
+        usleep(100_000)  // inside the first read, which lasts far longer
+        let before = thread.counter.load(ordering: .acquiring)
+        let result: Result<CapturedStack, SamplerError>
+        do throws(SamplerError) {
+            result = .success(try sampler.captureStack(of: tid, timeout: .milliseconds(50)))
+        } catch {
+            result = .failure(error)
+        }
+        if case .failure(let error) = result, error.isRefusal {
+            print("perf events refused here: \(error)")
+            return
+        }
+        let stack = try result.get()
+        let names = Symbolizer.shared.symbolize(stack).map { $0.symbol ?? "?" }
+        // Still the same read: the stack cannot have come from after it.
+        #expect(thread.counter.load(ordering: .acquiring) == before, "the read ended before the capture")
+        #expect(stack.driver == .perfEvent, "\(String(describing: stack.driver))")
+        #expect(names.contains { $0.contains("longReadFixtureOneCall") }, "\(names)")
+        #expect(names.first?.contains("pread") == true, "\(names)")
+    }
+}
