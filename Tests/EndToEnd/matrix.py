@@ -788,6 +788,11 @@ def main():
         print(f"matrix: results in {args.json} ({time.monotonic() - began:.0f} s)")
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+        # The sparse file the servers' bigread injections share (BlockingWork readFileInOneCall).
+        try:
+            os.unlink(os.path.join(tempfile.gettempdir(), f"stallwatch-bigread-{os.getuid()}"))
+        except OSError:
+            pass
     if structural:
         return 2
     if args.strict and not all(g["pass"] for g in goals):
