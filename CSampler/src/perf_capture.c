@@ -12,6 +12,7 @@
 #include "sw_unwind_table.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <linux/perf_event.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -107,8 +108,14 @@ int sw_capture_perf(int32_t tid, uint32_t max_frames, int64_t timeout_ns, sw_sta
     // of a large cached file, which no signal interrupts) is sampled there: the sample's user
     // registers and stack are those it entered the call with. Where that needs more privilege
     // than the process has (perf_event_paranoid 2 without CAP_PERFMON), user time only.
-    int fd = (int)perf_open(tid, 0);
-    if (fd < 0 && (errno == EACCES || errno == EPERM)) fd = (int)perf_open(tid, 1);
+    // The refusal is kept: it does not change while the process runs.
+    static _Atomic int kernel_refused;
+    int fd = -1;
+    if (!atomic_load_explicit(&kernel_refused, memory_order_relaxed)) {
+        fd = (int)perf_open(tid, 0);
+        if (fd < 0 && (errno == EACCES || errno == EPERM)) atomic_store_explicit(&kernel_refused, 1, memory_order_relaxed);
+    }
+    if (fd < 0 && atomic_load_explicit(&kernel_refused, memory_order_relaxed)) fd = (int)perf_open(tid, 1);
     if (fd < 0) return errno == ESRCH ? SW_ERR_THREAD_GONE : -errno;
     long page = sysconf(_SC_PAGESIZE);
     size_t len = (size_t)page * (1 + SW_PERF_DATA_PAGES);
