@@ -40,6 +40,19 @@ import Testing
         #expect(!detector.isInStall)
     }
 
+    /// A round held up past its instant (a slow event handler) sees a period that began and ended
+    /// after that instant: not judged then, it is a stall at the next round.
+    @Test func periodAfterTheRoundsInstantIsJudgedLater() {
+        var detector = StallDetector(configuration: configuration())
+        #expect(detector.evaluate(busySince: nil, now: at(ms: 0), previousRoundAt: nil) == .idle)
+        let ended = (since: at(ms: 200), end: at(ms: 2800))
+        #expect(detector.evaluate(busySince: nil, now: at(ms: 100), previousRoundAt: at(ms: 0), stoppedFor: .zero,
+                                  lastEnded: ended) == .idle)
+        let next = detector.evaluate(busySince: nil, now: at(ms: 3000), previousRoundAt: at(ms: 100), stoppedFor: .zero,
+                                     lastEnded: ended)
+        #expect(next == .stalledAfterItEnded(since: at(ms: 200), duration: .milliseconds(2600)))
+    }
+
     @Test func periodSeenUnderTheThresholdThatEndedOverIt() {
         var detector = StallDetector(configuration: configuration())
         #expect(detector.evaluate(busySince: at(ms: 0), now: at(ms: 1500), previousRoundAt: nil) == .suspected(elapsed: .milliseconds(1500)))

@@ -207,7 +207,9 @@ package struct StallDetector: Sendable {
         guard duration > threshold else {
             // Judged once, with this round's stop: the next round, with none, must not find the
             // stopped time in it again (a SIGSTOP mid-period made a 3 s "stall" of a 12 ms batch).
-            judgedEndedStamp = ended.since
+            // Only a period that ended by this round's instant was judged whole: a round held up
+            // (a slow event handler) sees periods that began and ended after its `now`.
+            if ended.end <= now { judgedEndedStamp = ended.since }
             return nil
         }
         tracked = Tracked(probeStamp: ended.since, measuredFrom: start, episode: StallEpisode(start: start))
