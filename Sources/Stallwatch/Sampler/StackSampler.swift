@@ -102,14 +102,19 @@ package final class StackSampler: Sendable {
     /// signal and walked with `unwinder` (default: the configuration's). A running thread that
     /// blocks the signal is sampled by the kernel instead (``perfCapture(_:timeout:)``); only where
     /// that is refused too does ``SamplerError/signalBlocked(_:signal:)`` come back.
+    /// - Parameter kernelSample: whether a signal not handled within `timeout` is followed by the
+    ///   kernel's sample, for as long again (``signalCaptureOrKernelSample(_:unwinder:timeout:)``);
+    ///   `false` where a deadline must hold.
     package func captureStack(of thread: ThreadID, unwinder: Unwinder? = nil,
-                             timeout: Duration? = nil) throws(SamplerError) -> CapturedStack {
+                             timeout: Duration? = nil, kernelSample: Bool = true) throws(SamplerError) -> CapturedStack {
         if !configuration.signalThreadsInSystemCalls {
             if let stack = try blockedStackIfBlocked(thread) { return stack }
         }
         let timeout = timeout ?? configuration.timeout
         do {
-            return try signalCaptureOrKernelSample(thread, unwinder: unwinder ?? configuration.unwinder, timeout: timeout)
+            let unwinder = unwinder ?? configuration.unwinder
+            return try kernelSample ? signalCaptureOrKernelSample(thread, unwinder: unwinder, timeout: timeout)
+                                    : signalCapture(thread, unwinder: unwinder, timeout: timeout)
         } catch .signalBlocked(let t, let signal) {
             if let stack = try? blockedStackIfBlocked(thread) { return stack }
             guard let stack = try? perfCapture(thread, timeout: timeout) else { throw .signalBlocked(t, signal: signal) }

@@ -62,7 +62,8 @@ struct ReportFactsGatherer {
         if info.syscall != nil || !maySignal {
             stack = try? sampler.captureBlockedStack(of: tid, reusing: builder.scratch.takeCapturedFrames())
         } else if left >= .milliseconds(1) {
-            stack = try? sampler.captureStack(of: tid, timeout: min(.milliseconds(20), left))
+            // Within the listing's deadline: no kernel sample after a signal that timed out.
+            stack = try? sampler.captureStack(of: tid, timeout: min(.milliseconds(20), left), kernelSample: false)
         } else {
             stack = nil
         }

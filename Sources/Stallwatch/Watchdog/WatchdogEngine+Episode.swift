@@ -358,7 +358,9 @@ extension WatchdogEngine {
     /// One capture of a stalled thread with no sample yet (runnable but not running, or not yet
     /// sampled), kept only if the stall still runs. Bounded per round: a starved thread may not get
     /// a CPU to answer, and with many loops stalled at once the others' detection would wait for
-    /// every timeout in turn. Returns why there is no capture, if there is none.
+    /// every timeout in turn. A signal not handled in time is followed by the kernel's sample (a
+    /// thread inside one long system call answers no signal), which may take the round up to 20 ms
+    /// past the budget, once per such stall. Returns why there is no capture, if there is none.
     private func captureOnce(_ m: LoopMonitor, thread: ThreadID, stamp: MonotonicInstant?) -> String? {
         let remaining = captureBudget.remaining(at: MonotonicClock.now())
         if maySignal && remaining < .milliseconds(1) {
