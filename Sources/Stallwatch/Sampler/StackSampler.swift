@@ -102,11 +102,17 @@ package final class StackSampler: Sendable {
     /// signal and walked with `unwinder` (default: the configuration's). A running thread that
     /// blocks the signal is sampled by the kernel instead (``perfCapture(_:timeout:)``); only where
     /// that is refused too does ``SamplerError/signalBlocked(_:signal:)`` come back.
-    /// - Parameter kernelSample: whether a signal not handled within `timeout` is followed by the
-    ///   kernel's sample, for as long again (``signalCaptureOrKernelSample(_:unwinder:timeout:)``);
-    ///   `false` where a deadline must hold.
+    /// A signal not handled within `timeout` is followed by the kernel's sample, for as long again
+    /// (``signalCaptureOrKernelSample(_:unwinder:timeout:)``).
     package func captureStack(of thread: ThreadID, unwinder: Unwinder? = nil,
-                             timeout: Duration? = nil, kernelSample: Bool = true) throws(SamplerError) -> CapturedStack {
+                             timeout: Duration? = nil) throws(SamplerError) -> CapturedStack {
+        try captureStack(of: thread, unwinder: unwinder, timeout: timeout, kernelSample: true)
+    }
+
+    /// ``captureStack(of:unwinder:timeout:)``; `kernelSample` `false` where a deadline must hold:
+    /// no kernel sample after a signal that timed out.
+    package func captureStack(of thread: ThreadID, unwinder: Unwinder?, timeout: Duration?,
+                              kernelSample: Bool) throws(SamplerError) -> CapturedStack {
         if !configuration.signalThreadsInSystemCalls {
             if let stack = try blockedStackIfBlocked(thread) { return stack }
         }

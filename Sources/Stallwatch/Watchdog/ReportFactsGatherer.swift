@@ -63,7 +63,7 @@ struct ReportFactsGatherer {
             stack = try? sampler.captureBlockedStack(of: tid, reusing: builder.scratch.takeCapturedFrames())
         } else if left >= .milliseconds(1) {
             // Within the listing's deadline: no kernel sample after a signal that timed out.
-            stack = try? sampler.captureStack(of: tid, timeout: min(.milliseconds(20), left), kernelSample: false)
+            stack = try? sampler.captureStack(of: tid, unwinder: nil, timeout: min(.milliseconds(20), left), kernelSample: false)
         } else {
             stack = nil
         }
