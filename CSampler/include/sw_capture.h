@@ -119,6 +119,7 @@ enum {
     SW_ERR_SELF = -10007,           ///< the caller asked to capture its own thread by signal
     SW_ERR_INVALID = -10008,        ///< bad argument
     SW_ERR_NOT_BLOCKED = -10009,    ///< sw_capture_blocked: the thread is not blocked in a syscall
+    SW_ERR_ASLEEP = -10010,         ///< sw_capture_awake: the thread slept (interruptibly) when asked
 };
 
 /// Installs the sampling handler on `signo` (SIGPROF: libdispatch workers block SIGUSR1/SIGUSR2 and
@@ -157,6 +158,13 @@ int sw_maps_refresh(void);
 /// Returns 0 or a negative SW_ERR_* / -errno. Safe to call from several threads at once.
 int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t timeout_ns,
                sw_stack_t *out);
+
+/// sw_capture, but no signal goes to a thread in an interruptible sleep (`S` in
+/// /proc/self/task/<tid>/stat, read just before the signal would be sent): a signal ends a
+/// `nanosleep`, `epoll_wait` or `poll` with EINTR, and a caller's own look at the thread is
+/// microseconds to milliseconds older. Returns SW_ERR_ASLEEP then, with nothing sent.
+int sw_capture_awake(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t timeout_ns,
+                       sw_stack_t *out);
 
 /// Held-still snapshot: signals every thread in `tids`, each captures and then parks in its handler
 /// until sw_snapshot_release or until `park_ns` passes (its own bound, so a dead requester never

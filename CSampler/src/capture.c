@@ -5,7 +5,10 @@
 #include "sw_requests.h"
 #include "sw_async.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 // Copies the answer out of the slot and, for libunwind, unwinds it here (outside the handler).
 void sw_capture_collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live, int64_t deadline_ns, sw_stack_t *out) {
@@ -54,8 +57,25 @@ void sw_capture_collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live
     }
 }
 
-int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t timeout_ns,
-               sw_stack_t *out) {
+// Whether the thread sleeps interruptibly now: 1, 0, or -1 when its stat cannot be read (the signal
+// is then sent, and says whether the thread is gone). The state follows the last ')' (a thread's
+// name may hold one).
+static int thread_sleeps_now(int32_t tid) {
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    const char *paren = strrchr(buf, ')');
+    if (!paren || paren[1] != ' ' || paren[2] == 0) return -1;
+    return paren[2] == 'S';
+}
+
+static int capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t timeout_ns,
+                   int only_awake, sw_stack_t *out) {
     int rc = sw_request_validate(tid, unwinder, max_frames, timeout_ns);
     if (rc != 0) return rc;
     if (max_frames > SW_MAX_FRAMES) max_frames = SW_MAX_FRAMES;
@@ -80,6 +100,10 @@ int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t
         if (unwinder == SW_UNWIND_LIBUNWIND && (rc = sw_slot_ensure_copy(s)) != 0) {
             sw_slot_free(s, gen);
             return rc;
+        }
+        if (only_awake && thread_sleeps_now(tid) == 1) {
+            sw_slot_free(s, gen);
+            return SW_ERR_ASLEEP;
         }
         sw_slot_arm(s, gen);
         int64_t t_sent = sw_now_ns();
@@ -113,6 +137,16 @@ int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t
         return 0;
     }
     return SW_ERR_TIMED_OUT;
+}
+
+int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t timeout_ns,
+               sw_stack_t *out) {
+    return capture(tid, unwinder, max_frames, timeout_ns, 0, out);
+}
+
+int sw_capture_awake(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t timeout_ns,
+                       sw_stack_t *out) {
+    return capture(tid, unwinder, max_frames, timeout_ns, 1, out);
 }
 
 #endif // SW_PLATFORM_SAMPLES

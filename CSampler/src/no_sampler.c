@@ -142,6 +142,10 @@ int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t
     (void)tid; (void)unwinder; (void)max_frames; (void)timeout_ns; (void)out;
     return SW_ERR_NOT_INSTALLED;
 }
+int sw_capture_awake(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t timeout_ns,
+                       sw_stack_t *out) {
+    return sw_capture(tid, unwinder, max_frames, timeout_ns, out);
+}
 int sw_snapshot_hold(const int32_t *tids, size_t n, sw_unwinder_t unwinder, uint32_t max_frames,
                      int64_t timeout_ns, int64_t park_ns, sw_stack_t *outs, int *results) {
     (void)tids; (void)unwinder; (void)max_frames; (void)timeout_ns; (void)park_ns; (void)outs;

@@ -298,12 +298,24 @@ func watchForeignOnProbedThread(_ c: ForeignCase, reportDirectory: String? = nil
         probe.idle()
     }
     if let release = c.release {
-        usleep(UInt32(foreignStallMilliseconds) * 1000)
+        sleepWhole(milliseconds: foreignStallMilliseconds)
         release()
     }
     worker.stopAndJoin(timeout: .seconds(15))
     _ = eventually(timeout: .seconds(2)) { !log.ended.isEmpty }
     return (log, result.load(ordering: .acquiring))
+}
+
+/// Sleeps the whole time even when a signal ends a sleep early. A thread started from a pool job
+/// bears a worker's name, so the pool's watcher signals it once when it first finds it running; a
+/// signal that met it asleep would end a plain `usleep` there and release the stall early.
+func sleepWhole(milliseconds: Int) {
+    var deadline = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &deadline)
+    let ns = Int(deadline.tv_nsec) + (milliseconds % 1000) * 1_000_000
+    deadline.tv_sec += milliseconds / 1000 + ns / 1_000_000_000
+    deadline.tv_nsec = ns % 1_000_000_000
+    while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nil) == EINTR {}
 }
 
 /// Runs the case as a detached task on the cooperative pool, watched by a fresh watchdog (pool
@@ -317,7 +329,7 @@ func watchForeignAsPoolJob(_ c: ForeignCase) async throws -> (EventLog, Int64) {
     if let release = c.release {
         // A plain thread releases it: the pool may have no thread to spare.
         Thread.detachNewThread {
-            usleep(UInt32(foreignStallMilliseconds) * 1000)
+            sleepWhole(milliseconds: foreignStallMilliseconds)
             release()
         }
     }
@@ -371,7 +383,7 @@ struct ForeignLibraryStallTests {
         #expect(result > 0 && foreignFailures.load(ordering: .relaxed) == failuresBefore, "the workload failed: \(result)")
         let reports = log.allStalls
         #expect(reports.count == 1, "\(c.name): \(reports.count) reports, \(log.trivialStackFilterings) trivial-stack filterings\n\(summaries(reports))")
-        let report = try #require(reports.first, "\(c.name): no report; \(log.trivialStackFilterings) trivial-stack filterings")
+        let report = try #require(reports.first, "\(c.name): no report; \(log.trivialStackFilterings) trivial-stack filterings; events: \(log.events.withLock { $0.map { "\($0.kind) \($0.message ?? "")" } })")
         #expect(report.loopName == PoolJobWatcher.loopName)
         checkForeignReport(report, c)
     }
