@@ -4,11 +4,9 @@
 #if SW_PLATFORM_SAMPLES
 #include "sw_requests.h"
 #include "sw_async.h"
+#include "sw_threads.h"
 
-#include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 // Copies the answer out of the slot and, for libunwind, unwinds it here (outside the handler).
 void sw_capture_collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live, int64_t deadline_ns, sw_stack_t *out) {
@@ -58,20 +56,11 @@ void sw_capture_collect(sw_slot_t *s, int32_t tid, uint32_t max_frames, int live
 }
 
 // Whether the thread sleeps interruptibly now: 1, 0, or -1 when its stat cannot be read (the signal
-// is then sent, and says whether the thread is gone). The state follows the last ')' (a thread's
-// name may hold one).
+// is then sent, and says whether the thread is gone).
 static int thread_sleeps_now(int32_t tid) {
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return -1;
-    buf[n] = 0;
-    const char *paren = strrchr(buf, ')');
-    if (!paren || paren[1] != ' ' || paren[2] == 0) return -1;
-    return paren[2] == 'S';
+    sw_thread_stat_t st;
+    if (sw_thread_stat(tid, &st) != 0) return -1;
+    return st.state == 'S';
 }
 
 static int capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t timeout_ns,

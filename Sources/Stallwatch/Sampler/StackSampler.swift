@@ -150,33 +150,28 @@ package final class StackSampler: Sendable {
                               timeout: Duration) throws(SamplerError) -> CapturedStack {
         guard unwinder != .syscallScan else { return try captureBlockedStack(of: thread) }
         guard timeout > .zero else { throw .invalidArgument("timeout must be positive, got \(timeout)") }
-        guard !configuration.signalThreadsInSystemCalls else {
-            return try signalCaptureOnce(thread, unwinder: unwinder, timeout: timeout, unlessAsleep: true)
-        }
+        let unlessAsleep = !configuration.signalThreadsInSystemCalls
         // Asleep when the signal would have gone, awake again when its syscall file is read: once more.
         for _ in 0..<2 {
-            do {
-                return try signalCaptureOnce(thread, unwinder: unwinder, timeout: timeout, unlessAsleep: true)
-            } catch .system(_, let errno) where errno == Self.asleepCode {
-                if let stack = try blockedStackIfBlocked(thread) { return stack }
+            if let stack = try signalCaptureOnce(thread, unwinder: unwinder, timeout: timeout, unlessAsleep: unlessAsleep) {
+                return stack
             }
+            if let stack = try blockedStackIfBlocked(thread) { return stack }
         }
         throw .system(operation: "capturing \(thread): it fell asleep each time the signal was due, outside any system call",
                       errno: EAGAIN)
     }
 
-    /// The errno ``signalCaptureOnce(_:unwinder:timeout:unlessAsleep:)`` reports a sleeping thread with.
-    private static let asleepCode = -Int32(SW_ERR_ASLEEP)
-
+    /// One capture by signal; `nil` when `unlessAsleep` and the thread slept just then (no signal sent).
     private func signalCaptureOnce(_ thread: ThreadID, unwinder: Unwinder, timeout: Duration,
-                                   unlessAsleep: Bool) throws(SamplerError) -> CapturedStack {
+                                   unlessAsleep: Bool) throws(SamplerError) -> CapturedStack? {
         let timeoutNs = timeout.clampedNanoseconds
-        let result: Result<CapturedStack, SamplerError> = withUnsafeTemporaryAllocation(of: sw_stack_t.self, capacity: 1) { buf in
+        let result: Result<CapturedStack?, SamplerError> = withUnsafeTemporaryAllocation(of: sw_stack_t.self, capacity: 1) { buf in
             guard let raw = buf.baseAddress else { return .failure(.busy) }
             let maxFrames = UInt32(configuration.maxFrames)
             let rc = unlessAsleep ? sw_capture_awake(thread.rawValue, unwinder.cValue, maxFrames, timeoutNs, raw)
                                   : sw_capture(thread.rawValue, unwinder.cValue, maxFrames, timeoutNs, raw)
-            if rc == SW_ERR_ASLEEP { return .failure(.system(operation: "capturing \(thread)", errno: Self.asleepCode)) }
+            if rc == SW_ERR_ASLEEP { return .success(nil) }
             if rc != 0 {
                 return .failure(SamplerError.from(code: rc, thread: thread, signal: configuration.signal,
                                                   timeout: timeout, operation: "capturing \(thread)"))
