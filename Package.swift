@@ -13,6 +13,12 @@ let package = Package(
         .executable(name: "bench", targets: ["bench"]),
         .executable(name: "stallwatch", targets: ["StallwatchCLI"]),
     ],
+    // Off by default: only a service that sends a profile per stall over OTLP/HTTP builds
+    // async-http-client (2.5–4.5 min on 2 cores) for it.
+    traits: [
+        .trait(name: "OTLPProfiles",
+               description: "OTLPProfileExporter sends a profile per stall over OTLP/HTTP (async-http-client)."),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -23,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.1.0"),
         // `swift package generate-documentation` (the DocC catalogs in Sources/*/*.docc).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The OTLPProfiles trait's HTTP client, as swift-otel's own exporters use it.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // The hot path: signal-based stack capture, thread facts, CPU clocks, NUMA. C11. Linux only
@@ -79,6 +87,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["OTLPProfiles"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["OTLPProfiles"])),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["OTLPProfiles"])),
             ],
             path: "Sources/Stallwatch"
         ),
@@ -164,6 +175,7 @@ let package = Package(
             name: "StallwatchTests",
             dependencies: [
                 "Stallwatch", "StallwatchPolicy", "StallwatchExport", "CSampler", "CSamplerTestSupport", "CCompression",
+                "ReportFixtures",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],

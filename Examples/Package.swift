@@ -15,7 +15,9 @@ let package = Package(
         .executable(name: "VaporServer", targets: ["VaporServer"]),
     ],
     dependencies: [
-        .package(name: "Stallwatch", path: ".."),
+        // The OTLPProfiles trait: the Hummingbird example sends a profile per stall over OTLP/HTTP
+        // (async-http-client, which swift-otel builds here anyway).
+        .package(name: "Stallwatch", path: "..", traits: ["OTLPProfiles"]),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),

@@ -13,7 +13,10 @@ import StallwatchReport
 /// keep no per-sample times, so samples carry no timestamps.
 package enum OTLPProfileEncoder {
     private enum Request { static let resourceProfiles = 1, dictionary = 2 }
-    private enum ResourceProfiles { static let scopeProfiles = 2 }
+    private enum ResourceProfiles { static let resource = 1, scopeProfiles = 2 }
+    private enum Resource { static let attributes = 1 }
+    private enum KeyValue { static let key = 1, value = 2 }
+    private enum AnyValue { static let string = 1 }
     private enum ScopeProfiles { static let scope = 1, profiles = 2 }
     private enum Scope { static let name = 1 }
     private enum Profile {
@@ -36,6 +39,8 @@ package enum OTLPProfileEncoder {
     package struct Item: Sendable {
         package var report: StallReport
         package var json: [UInt8]?
+        /// Why part of the profile was left out (its `stallwatch.cut` attribute), if it was.
+        package var cut: String?
 
         /// A stall and, when given, its report as JSON.
         package init(report: StallReport, json: [UInt8]? = nil) {
@@ -44,8 +49,9 @@ package enum OTLPProfileEncoder {
         }
     }
 
-    /// The request for `items`, protobuf-encoded.
-    package static func encode(_ items: [Item]) -> [UInt8] {
+    /// The request for `items`, protobuf-encoded, under a resource with `resource`'s attributes
+    /// (`service.name`...; none when empty).
+    package static func encode(_ items: [Item], resource: [String: String] = [:]) -> [UInt8] {
         let profile = StallProfile(reports: items.map(\.report))
         var strings = StringTable()
         var attributes = AttributeTable()
@@ -74,6 +80,7 @@ package enum OTLPProfileEncoder {
             ]
             if let cause = report.cause?.kind.rawValue { facts.append(attributes.index("stallwatch.cause", .string(cause), &strings)) }
             if let loop = report.loopName { facts.append(attributes.index("stallwatch.loop", .string(loop), &strings)) }
+            if let cut = item.cut { facts.append(attributes.index("stallwatch.cut", .string(cut), &strings)) }
             if let thread = report.thread {
                 facts.append(attributes.index("thread.id", .int(Int64(thread.id)), &strings))
                 facts.append(attributes.index("thread.name", .string(thread.name), &strings))
@@ -108,6 +115,16 @@ package enum OTLPProfileEncoder {
 
         var out = ProtobufWriter()
         out.message(Request.resourceProfiles) { r in
+            if !resource.isEmpty {
+                r.message(ResourceProfiles.resource) { res in
+                    for (key, value) in resource.sorted(by: { $0.key < $1.key }) {
+                        res.message(Resource.attributes) { kv in
+                            kv.string(KeyValue.key, key)
+                            kv.message(KeyValue.value) { $0.string(AnyValue.string, value) }
+                        }
+                    }
+                }
+            }
             r.message(ResourceProfiles.scopeProfiles) { s in
                 s.message(ScopeProfiles.scope) { $0.string(Scope.name, "stallwatch") }
                 for p in profiles { s.message(ScopeProfiles.profiles) { $0.append(raw: p) } }

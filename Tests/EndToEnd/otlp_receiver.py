@@ -21,6 +21,7 @@ import http.server
 import json
 import sys
 import threading
+import time
 
 from google.protobuf import unknown_fields
 from google.protobuf.descriptor import FieldDescriptor
@@ -91,10 +92,12 @@ class Store:
     def __init__(self):
         self.lock = threading.Lock()
         self.logs, self.spans, self.metrics, self.profiles = [], [], {}, []
+        self.profile_bodies = []  # each accepted profiles request, decompressed, for otlp_profile_check
+        self.faults = []  # (path, status or "delay") answered by the fault schedule
         self.rejected = []  # (path, reason)
         self.requests = 0
 
-    def add(self, path, request):
+    def add(self, path, request, body=b""):
         with self.lock:
             self.requests += 1
             if path == "/v1/logs":
@@ -127,6 +130,7 @@ class Store:
                             self.metrics[m.name] = self.metrics.get(m.name, 0) + points
             else:
                 self.profiles.append(request)
+                self.profile_bodies.append(body)
 
     def reject(self, path, reason):
         with self.lock:
@@ -137,6 +141,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     store = None  # set per server
     verbose = False
+    # For profiles requests: called with the request's number (0, 1, ...), returns (status,
+    # retry_after, delay_seconds); a status other than 200 is answered without decoding the request.
+    fault = None
+    fault_count = 0
 
     def log_message(self, fmt, *args):
         if self.verbose:
@@ -153,6 +161,24 @@ class Handler(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
         path = self.path.split("?", 1)[0]
+        if self.fault is not None and path == "/v1development/profiles":
+            with self.store.lock:
+                number = type(self).fault_count
+                type(self).fault_count += 1
+            status, retry_after, delay = self.fault(number)
+            if delay:
+                time.sleep(delay)
+                with self.store.lock:
+                    self.store.faults.append((path, "delay"))
+            if status != 200:
+                with self.store.lock:
+                    self.store.faults.append((path, status))
+                self.send_response(status)
+                if retry_after is not None:
+                    self.send_header("Retry-After", str(retry_after))
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
         if path not in REQUESTS:
             self.store.reject(path, "unknown path")
             return self.answer(404, b"unknown path", "text/plain")
@@ -172,14 +198,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if unknown:
             self.store.reject(path, f"unknown fields at {unknown[:3]}")
             return self.answer(400, f"unknown fields at {unknown[:3]}".encode(), "text/plain")
-        self.store.add(path, request)
+        self.store.add(path, request, body)
         self.answer(200, response_type().SerializeToString())
 
 
 class Receiver:
     """The receiver on 127.0.0.1 (an ephemeral port unless given), served from a thread."""
-    def __init__(self, port=0, verbose=False):
-        handler = type("BoundHandler", (Handler,), {"store": Store(), "verbose": verbose})
+    def __init__(self, port=0, verbose=False, fault=None):
+        handler = type("BoundHandler", (Handler,), {"store": Store(), "verbose": verbose,
+                                                    "fault": staticmethod(fault) if fault else None})
         self.store = handler.store
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.server.daemon_threads = True

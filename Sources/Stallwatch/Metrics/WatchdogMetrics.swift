@@ -29,6 +29,8 @@ import Synchronization
 /// | `stallwatch_signal_lost_total` | counter | | times another handler took the sampling signal over |
 /// | `stallwatch_errors_total` | counter | | `.error` events (e.g. an unwritable report directory) |
 /// | `stallwatch_capture_timeouts_total` | counter | | signal captures abandoned at their deadline (a thread that did not answer in time), process-wide |
+/// | `stallwatch_export_failures_total` | counter | `reason` | failed tries of ``OTLPProfileExporter`` requests: `http_503`..., `no_answer` |
+/// | `stallwatch_profiles_dropped_total` | counter | | stall profiles ``OTLPProfileExporter`` gave up on |
 ///
 /// With ``ProcessMetrics`` enabled, the process figures documented there are added.
 public final class WatchdogMetrics: Sendable {
@@ -180,6 +182,16 @@ public final class WatchdogMetrics: Sendable {
                 break
             }
         }
+    }
+
+    /// One failed try of a profile export.
+    func recordExportFailure(reason: String) {
+        state.withLock { s in counter("export_failures_total", [("reason", reason)], in: &s).increment() }
+    }
+
+    /// Stall profiles the exporter gave up on.
+    func recordProfilesDropped(_ count: Int) {
+        state.withLock { s in counter("profiles_dropped_total", [], in: &s).increment(by: Int64(count)) }
     }
 
     /// A loop's lag: one ping's latency or the longest busy period of a round.

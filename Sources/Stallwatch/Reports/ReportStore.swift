@@ -219,7 +219,8 @@ public struct ReportStore: Sendable {
         directory.hasSuffix("/") ? directory + name : directory + "/" + name
     }
 
-    private static func encode(_ report: StallReport) throws(ReportStoreError) -> [UInt8] {
+    /// The report as the store writes it (the OTLP exporter sends the same bytes as a profile's payload).
+    static func encode(_ report: StallReport) throws(ReportStoreError) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         do {

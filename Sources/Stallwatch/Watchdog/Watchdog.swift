@@ -46,6 +46,8 @@ public final class Watchdog: Sendable {
     // The loops, with a version so the watchdog thread copies the list only when it changed.
     private let sources = Mutex<(list: [LoopSource], version: Int)>(([], 0))
     private let control = Mutex<Control>(Control())
+    /// Who gets each stall's final report (the OTLP profile exporter), on the watchdog thread.
+    private let finalReportObservers = Mutex<[@Sendable (StallReport) -> Void]>([])
 
     private struct Control {
         var running = false
@@ -158,6 +160,21 @@ public final class Watchdog: Sendable {
         sw_pool_wake_all()
     }
 
+    /// Calls `observer` with every stall's final report (the one written to disk when it ends), on
+    /// the watchdog thread: it must only hand the report over.
+    package func observeFinalReports(_ observer: @escaping @Sendable (StallReport) -> Void) {
+        finalReportObservers.withLock { $0.append(observer) }
+    }
+
+    /// An `error` event from a part of the package outside the watchdog thread (an exporter):
+    /// counted, in ``events`` and to `onEvent`, and logged.
+    package func post(error message: String) {
+        logger.writing(through: logQueue).error("\(message)")
+        metrics?.record(.error(message))
+        continuation.yield(.error(message))
+        handler?(.error(message))
+    }
+
     /// Whether the watchdog thread is running.
     public var isRunning: Bool { control.withLock { $0.running } }
 
@@ -235,6 +252,9 @@ public final class Watchdog: Sendable {
             metrics?.record(event)
             continuation.yield(event)
             handler?(event)
+        }
+        engine.onFinalReport = { [self] report in
+            for observer in finalReportObservers.withLock({ $0 }) { observer(report) }
         }
         var seenVersion = -1
         // The watchdog sleeps on the word the pool's enqueue hook bumps (see ``PoolRest``); `stop()`

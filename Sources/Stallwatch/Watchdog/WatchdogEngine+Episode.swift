@@ -409,6 +409,7 @@ extension WatchdogEngine {
         // The end's record carries the final facts (duration, cause, stack) of the report on disk.
         logger.log(StallLogRecord(report: final, ended: true, context: StallAttribution.context(of: final, samples: m.samples)))
         StallAttribution.reported(final, samples: m.samples)
+        onFinalReport?(final)
     }
 
     /// The newest sample of a watched loop whose thread is `tid` and which is stalled itself: busy

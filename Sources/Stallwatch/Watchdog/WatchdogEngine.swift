@@ -100,6 +100,9 @@ final class WatchdogEngine {
     /// The watchdog thread's own schedstat, read twice a round (see ``SuspensionJudge``): kept open.
     private lazy var ownFiles = TaskFiles(ownThread)
 
+    /// Called with each stall's final report, after it went to the writer (the profile exporter).
+    var onFinalReport: ((StallReport) -> Void)?
+
     init(configuration: WatchdogConfiguration, sampler: StackSampler, writer: ReportWriter?, logger: Logger,
          metrics: WatchdogMetrics?, emit: @escaping (WatchdogEvent) -> Void) {
         self.metrics = metrics

@@ -1,6 +1,8 @@
+import ServiceLifecycle
+import Stallwatch
 #if canImport(OTel)
 import OTel
-import ServiceLifecycle
+#endif
 
 /// OpenTelemetry for the whole service, when `OTEL_EXPORTER_OTLP_ENDPOINT` is set: swift-otel
 /// bootstrapped for logs, traces and metrics, exported over OTLP/HTTP. Stallwatch needs nothing of
@@ -11,6 +13,7 @@ import ServiceLifecycle
 ///
 /// Call it before the first `Logger` is made: a logger keeps the handler it was made with.
 enum OpenTelemetry {
+    #if canImport(OTel)
     /// The service that exports (run it in the `ServiceGroup`, first, so it stops last and sends
     /// the last lines), or `nil` when no endpoint is configured.
     static func bootstrapIfAsked(_ environment: [String: String]) throws -> (any Service)? {
@@ -19,5 +22,13 @@ enum OpenTelemetry {
         configuration.serviceName = "hummingbird-server"   // OTEL_SERVICE_NAME overrides it
         return try OTel.bootstrap(configuration: configuration)
     }
+    #endif
+
+    /// A profile of each stall sent over OTLP/HTTP, when `OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT` or
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` is set: run the exporter in the `ServiceGroup` before the
+    /// watchdog. A malformed `OTEL_EXPORTER_OTLP_*` value stops the start with an error naming it.
+    static func profileExporterIfAsked(_ environment: [String: String], watchdog: Watchdog) throws -> OTLPProfileExporter? {
+        guard let settings = try OTLPProfileExporter.Configuration.fromEnvironment(environment) else { return nil }
+        return try OTLPProfileExporter(configuration: settings, watchdog: watchdog)
+    }
 }
-#endif

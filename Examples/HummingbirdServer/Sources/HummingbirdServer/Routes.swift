@@ -39,4 +39,12 @@ func addRoutes(to router: Router<BasicRequestContext>) {
         }
         return answer
     }
+    // The same stalls on one of the server's event loops, outside any request's task (so no request).
+    router.get("/inject-loop/:kind") { request, context -> String in
+        let milliseconds = request.uri.queryParameters.get("ms", as: Int.self) ?? 1500
+        let kind = context.parameters.get("kind") ?? ""
+        let answer = try await group.any().submit { injectingHandler(kind: kind, milliseconds: milliseconds) }.get()
+        guard let answer else { throw HTTPError(.notFound) }
+        return answer
+    }
 }

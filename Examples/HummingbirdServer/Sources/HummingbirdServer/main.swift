@@ -48,6 +48,14 @@ let watchdog = try Watchdog(
 watchdog.monitor(eventLoopGroup: group, ticks: ticks) // every NIO event loop, by its ticks
 watchdog.monitor(PingProbe.cooperativePool())       // the whole pool starved
 // Single route-handler jobs that block their pool thread are watched by default (watchPoolJobs).
+// A profile per stall over OTLP/HTTP when an OTLP endpoint is set (OpenTelemetry.swift).
+let profileExporter: OTLPProfileExporter?
+do {
+    profileExporter = try OpenTelemetry.profileExporterIfAsked(environment, watchdog: watchdog)
+} catch {
+    FileHandle.standardError.write(Data("hummingbird-server: \(error)\n".utf8))
+    exit(2)
+}
 
 let app = Application(
     router: router,
@@ -66,8 +74,9 @@ let ingest = Task { await runIngestLoop(jobs, watchdog: watchdog) }
 let stallEvents = Task { await followStallEvents(of: watchdog) }   // StallEvents.swift
 
 let services = ServiceGroup(configuration: .init(
-    // Stopped in reverse order: the exporter last, so it sends the watchdog's last lines.
-    services: (openTelemetry.map { [$0] } ?? []) + [app, watchdog],
+    // Stopped in reverse order: swift-otel last, so it sends the watchdog's last lines; the
+    // profile exporter after the watchdog, so it sends the stalls the watchdog closes as it stops.
+    services: (openTelemetry.map { [$0] } ?? []) + (profileExporter.map { [$0] } ?? []) + [app, watchdog],
     gracefulShutdownSignals: [.sigterm, .sigint],
     logger: logger))
 try await services.run()   // until SIGTERM/SIGINT: then the watchdog stops and flushes its reports

@@ -1,0 +1,45 @@
+#if OTLPProfiles
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+
+/// Posts with async-http-client, as swift-otel's exporters do: pooled connections, TLS for an
+/// `https` endpoint, NIO's shared event loops. A client of its own, made when the exporter starts
+/// and shut down when it stops, with tracing off: the exporter's requests are not the service's
+/// traffic, and a span per try would fill the service's traces while a receiver is down.
+final class HTTPClientProfileSender: ProfileRequestSender {
+    let url: String
+    private let client: HTTPClient
+
+    init(url: String) {
+        self.url = url
+        var configuration = HTTPClient.Configuration()
+        configuration.tracing.tracer = nil
+        client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    func post(_ body: [UInt8], headers: [(String, String)], timeout: Duration) async -> ProfilePostAnswer {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        request.body = .bytes(ByteBuffer(bytes: body))
+        do {
+            let nanoseconds = Int64(clamping: timeout.components.seconds) * 1_000_000_000
+                + timeout.components.attoseconds / 1_000_000_000
+            let response = try await client.execute(request, timeout: .nanoseconds(nanoseconds))
+            // The body (a partial-success message, or an error text) is read and let go: the
+            // connection returns to the pool only once it is.
+            _ = try? await response.body.collect(upTo: 64 << 10)
+            return ProfilePostAnswer(status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"))
+        } catch let error as HTTPClientError where error == .deadlineExceeded {
+            return ProfilePostAnswer(failure: "no answer within \(timeout)")
+        } catch {
+            return ProfilePostAnswer(failure: "\(error)")
+        }
+    }
+
+    func shutdown() async {
+        try? await client.shutdown()
+    }
+}
+#endif

@@ -1,0 +1,29 @@
+/// Posts one encoded OTLP request and says how the receiver answered; the exporter's only contact
+/// with the network, so its queue, bound and retries are tested apart from it.
+package protocol ProfileRequestSender: Sendable {
+    /// Posts `body` (already compressed when `headers` say so) and returns the answer, or why there
+    /// was none (refused, timed out); never throws.
+    func post(_ body: [UInt8], headers: [(String, String)], timeout: Duration) async -> ProfilePostAnswer
+    /// Lets go of connections and threads; the sender is not used after it.
+    func shutdown() async
+}
+
+extension ProfileRequestSender {
+    package func shutdown() async {}
+}
+
+/// How a post ended.
+package struct ProfilePostAnswer: Sendable, Equatable {
+    /// The HTTP status, `nil` when no answer came.
+    package var status: Int?
+    /// The answer's `Retry-After`, if it had one.
+    package var retryAfter: String?
+    /// Why no answer came (`connection refused`, `timed out after 10 s`).
+    package var failure: String?
+
+    package init(status: Int? = nil, retryAfter: String? = nil, failure: String? = nil) {
+        self.status = status
+        self.retryAfter = retryAfter
+        self.failure = failure
+    }
+}
