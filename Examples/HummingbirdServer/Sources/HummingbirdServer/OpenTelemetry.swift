@@ -1,5 +1,4 @@
 import ServiceLifecycle
-import Stallwatch
 #if canImport(OTel)
 import OTel
 #endif
@@ -23,12 +22,4 @@ enum OpenTelemetry {
         return try OTel.bootstrap(configuration: configuration)
     }
     #endif
-
-    /// A profile of each stall sent over OTLP/HTTP, when `OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT` or
-    /// `OTEL_EXPORTER_OTLP_ENDPOINT` is set: run the exporter in the `ServiceGroup` before the
-    /// watchdog. A malformed `OTEL_EXPORTER_OTLP_*` value stops the start with an error naming it.
-    static func profileExporterIfAsked(_ environment: [String: String], watchdog: Watchdog) throws -> OTLPProfileExporter? {
-        guard let settings = try OTLPProfileExporter.Configuration.fromEnvironment(environment) else { return nil }
-        return try OTLPProfileExporter(configuration: settings, watchdog: watchdog)
-    }
 }

@@ -48,10 +48,12 @@ let watchdog = try Watchdog(
 watchdog.monitor(eventLoopGroup: group, ticks: ticks) // every NIO event loop, by its ticks
 watchdog.monitor(PingProbe.cooperativePool())       // the whole pool starved
 // Single route-handler jobs that block their pool thread are watched by default (watchPoolJobs).
-// A profile per stall over OTLP/HTTP when an OTLP endpoint is set (OpenTelemetry.swift).
+// A profile per stall over OTLP/HTTP when OTEL_EXPORTER_OTLP_(PROFILES_)ENDPOINT is set (the
+// package's OTLPProfiles trait); a malformed OTEL_EXPORTER_OTLP_* value is an error naming it.
 let profileExporter: OTLPProfileExporter?
 do {
-    profileExporter = try OpenTelemetry.profileExporterIfAsked(environment, watchdog: watchdog)
+    profileExporter = try OTLPProfileExporter.Configuration.fromEnvironment(environment)
+        .map { try OTLPProfileExporter(configuration: $0, watchdog: watchdog) }
 } catch {
     FileHandle.standardError.write(Data("hummingbird-server: \(error)\n".utf8))
     exit(2)
