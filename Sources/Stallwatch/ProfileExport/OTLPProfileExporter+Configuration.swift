@@ -1,3 +1,5 @@
+import Foundation
+
 extension OTLPProfileExporter {
     /// Where and how profiles are sent, and how much the exporter may hold while they cannot be.
     ///
@@ -58,14 +60,14 @@ extension OTLPProfileExporter {
             if environment["OTEL_SDK_DISABLED"]?.lowercased() == "true" { return nil }
             func value(_ suffix: String) -> (name: String, value: String)? {
                 for name in ["OTEL_EXPORTER_OTLP_PROFILES_\(suffix)", "OTEL_EXPORTER_OTLP_\(suffix)"] {
-                    if let v = environment[name]?.trimmingWhitespace, !v.isEmpty { return (name, v) }
+                    if let v = environment[name]?.trimmingCharacters(in: .whitespacesAndNewlines), !v.isEmpty { return (name, v) }
                 }
                 return nil
             }
             let endpoint: String
-            if let v = environment["OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT"]?.trimmingWhitespace, !v.isEmpty {
+            if let v = environment["OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT"]?.trimmingCharacters(in: .whitespacesAndNewlines), !v.isEmpty {
                 endpoint = v
-            } else if let v = environment["OTEL_EXPORTER_OTLP_ENDPOINT"]?.trimmingWhitespace, !v.isEmpty {
+            } else if let v = environment["OTEL_EXPORTER_OTLP_ENDPOINT"]?.trimmingCharacters(in: .whitespacesAndNewlines), !v.isEmpty {
                 try OTLPSettingParser.checkURL(v, variable: "OTEL_EXPORTER_OTLP_ENDPOINT")
                 endpoint = (v.hasSuffix("/") ? v : v + "/") + profilesPath
             } else {
@@ -83,10 +85,10 @@ extension OTLPProfileExporter {
                 default: throw OTLPExporterError("\(z.name)=\(z.value): compression must be gzip or none")
                 }
             }
-            if let r = environment["OTEL_RESOURCE_ATTRIBUTES"]?.trimmingWhitespace, !r.isEmpty {
+            if let r = environment["OTEL_RESOURCE_ATTRIBUTES"]?.trimmingCharacters(in: .whitespacesAndNewlines), !r.isEmpty {
                 c.resourceAttributes.merge(try OTLPSettingParser.pairs(r, variable: "OTEL_RESOURCE_ATTRIBUTES")) { $1 }
             }
-            if let name = environment["OTEL_SERVICE_NAME"]?.trimmingWhitespace, !name.isEmpty {
+            if let name = environment["OTEL_SERVICE_NAME"]?.trimmingCharacters(in: .whitespacesAndNewlines), !name.isEmpty {
                 c.resourceAttributes["service.name"] = name
             }
             return try c.validated()
@@ -169,14 +171,14 @@ enum OTLPSettingParser {
     static func pairs(_ list: String, variable: String) throws(OTLPExporterError) -> [String: String] {
         var out: [String: String] = [:]
         for item in list.split(separator: ",") {
-            let text = String(item).trimmingWhitespace
+            let text = String(item).trimmingCharacters(in: .whitespacesAndNewlines)
             if text.isEmpty { continue }
             guard let eq = text.firstIndex(of: "=") else {
                 throw OTLPExporterError("\(variable): \"\(text)\" is not key=value")
             }
-            let key = String(text[..<eq]).trimmingWhitespace
+            let key = String(text[..<eq]).trimmingCharacters(in: .whitespacesAndNewlines)
             guard !key.isEmpty else { throw OTLPExporterError("\(variable): \"\(text)\" has no key") }
-            guard let value = percentDecoded(String(text[text.index(after: eq)...]).trimmingWhitespace) else {
+            guard let value = percentDecoded(String(text[text.index(after: eq)...]).trimmingCharacters(in: .whitespacesAndNewlines)) else {
                 throw OTLPExporterError("\(variable): the value of \(key) has a malformed %-escape")
             }
             out[key] = value
@@ -209,12 +211,5 @@ enum OTLPSettingParser {
             it = it.dropFirst(2)
         }
         return String(validating: bytes, as: UTF8.self)
-    }
-}
-
-extension String {
-    fileprivate var trimmingWhitespace: String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
-        return String(drop(while: isSpace).reversed().drop(while: isSpace).reversed())
     }
 }

@@ -163,8 +163,13 @@ public final class OTLPProfileExporter: Service, Sendable {
         if !lost.isEmpty { dropped(lost, why: "more than \(Self.inboxLimit) stalls waited to be encoded") }
         let resource = configuration.resourceAttributes
         for stall in reports {
-            let json = try? ReportStore.encode(stall)
-            let added = queue.add(.init(report: stall, json: json)) { OTLPProfileEncoder.encode([$0], resource: resource).count }
+            var item = OTLPProfileEncoder.Item(report: stall)
+            do {
+                item.json = try ReportStore.encode(stall)
+            } catch {
+                item.cut = "original payload (the report) left out: it could not be encoded as JSON: \(error)"
+            }
+            let added = queue.add(item) { OTLPProfileEncoder.encode([$0], resource: resource).count }
             if added.cutFrom != nil { figures.withLock { $0.cut += 1 } }
             if let size = added.refused {
                 dropped([stall.id], why: "its profile is \(size) bytes without its payload, over the \(configuration.maxRequestBytes)-byte request bound")
@@ -200,9 +205,13 @@ public final class OTLPProfileExporter: Service, Sendable {
         let count = queue.batchCount
         var body = OTLPProfileEncoder.encode(queue.batch(count), resource: configuration.resourceAttributes)
         var headers = [("Content-Type", "application/x-protobuf")] + configuration.headers.sorted { $0.key < $1.key }
-        if configuration.compression == .gzip, let zipped = try? Compression.gzip(body) {
-            body = zipped
-            headers.append(("Content-Encoding", "gzip"))
+        if configuration.compression == .gzip {
+            do {
+                body = try Compression.gzip(body)
+                headers.append(("Content-Encoding", "gzip"))
+            } catch {
+                report("profiles sent uncompressed: gzip failed (\(error))")
+            }
         }
         var timeout = configuration.timeout
         if let deadline { timeout = max(min(timeout, deadline - .now), .milliseconds(1)) }
