@@ -9,8 +9,10 @@ import StallwatchReport
 /// the counts are the report's and `stallwatch pprof`'s), its start and duration, the sampling
 /// interval as the period, its facts as attributes (`stallwatch.report_id`, `stallwatch.cause`,
 /// `stallwatch.loop`, `thread.id`, `thread.name`, `stallwatch.duration_ms`), the stalled request's
-/// trace and span as every sample's link, and the report's JSON as the original payload. Reports
-/// keep no per-sample times, so samples carry no timestamps.
+/// trace and span as every sample's link, and the report's JSON as the original payload. Where the
+/// report kept when each sample was taken, a stack's samples carry those times, one value of 1 per
+/// time (the definitions pair `values` with `timestamps_unix_nano` one to one); else one value, the
+/// count.
 package enum OTLPProfileEncoder {
     private enum Request { static let resourceProfiles = 1, dictionary = 2 }
     private enum ResourceProfiles { static let resource = 1, scopeProfiles = 2 }
@@ -24,7 +26,7 @@ package enum OTLPProfileEncoder {
         static let profileID = 7, originalPayloadFormat = 9, originalPayload = 10, attributeIndices = 11
     }
     private enum ValueType { static let type = 1, unit = 2 }
-    private enum Sample { static let stackIndex = 1, attributeIndices = 2, linkIndex = 3, values = 4 }
+    private enum Sample { static let stackIndex = 1, attributeIndices = 2, linkIndex = 3, values = 4, timestamps = 5 }
     private enum Dictionary {
         static let mapping = 1, location = 2, function = 3, link = 4, string = 5, attribute = 6, stack = 7
     }
@@ -94,7 +96,12 @@ package enum OTLPProfileEncoder {
                 w.message(Profile.samples) { s in
                     s.int64(Sample.stackIndex, Int64(stackIndex + 1))
                     s.int64(Sample.linkIndex, Int64(link))
-                    s.packed(Sample.values, [UInt64(stack.count)])
+                    if let offsets = stack.offsets {
+                        s.packed(Sample.values, Array(repeating: 1, count: offsets.count))
+                        s.packedFixed64(Sample.timestamps, offsets.map { UInt64(max(report.startTimeUnixNanoseconds &+ $0, 0)) })
+                    } else {
+                        s.packed(Sample.values, [UInt64(stack.count)])
+                    }
                 }
             }
             w.fixed64(Profile.timeUnixNano, UInt64(max(report.startTimeUnixNanoseconds, 0)))

@@ -61,6 +61,18 @@ package struct ProtobufWriter: Sendable {
         for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
     }
 
+    /// A packed repeated `fixed64` field: eight little-endian bytes a value (OTLP's
+    /// `timestamps_unix_nano`).
+    package mutating func packedFixed64(_ field: Int, _ values: [UInt64]) {
+        guard !values.isEmpty else { return }
+        var inner: [UInt8] = []
+        inner.reserveCapacity(values.count * 8)
+        for value in values {
+            for shift in stride(from: 0, to: 64, by: 8) { inner.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+        }
+        lengthDelimited(field, inner)
+    }
+
     /// Bytes already encoded as fields of this message (a message built apart, then placed).
     package mutating func append(raw fields: [UInt8]) {
         bytes.append(contentsOf: fields)

@@ -35,6 +35,9 @@ package struct StallProfile: Sendable, Equatable {
         package var count: Int
         /// Index into ``reports`` of the report it came from.
         package var report: Int
+        /// When each of the ``count`` samples was taken (ns after its report's start), when the
+        /// report kept it.
+        package var offsets: [Int64]? = nil
     }
 
     /// The reports, in the order given.
@@ -88,7 +91,9 @@ package struct StallProfile: Sendable, Equatable {
                 return frames.count - 1
             }
             for (path, count) in ReportCallTreeNode.leafPaths(report.callTree) {
-                stacks.append(Stack(frames: path.map { nodeFrames[$0] }, count: count, report: reportIndex))
+                let offsets = path.last.flatMap { report.callTree[$0].sampleOffsetsNanoseconds }
+                stacks.append(Stack(frames: path.map { nodeFrames[$0] }, count: count, report: reportIndex,
+                                    offsets: offsets?.count == count ? offsets : nil))
             }
         }
         self.frames = frames

@@ -56,7 +56,14 @@ def check(data):
         report = json.loads(profile.original_payload) if profile.original_payload_format == "json" else {}
         rid = report.get("id", "?")
         got = collections.Counter()
+        times, untimed = [], 0
         for sample in profile.samples:
+            if sample.timestamps_unix_nano:
+                if len(sample.timestamps_unix_nano) != len(sample.values):
+                    problems.append(f"{rid}: {len(sample.timestamps_unix_nano)} timestamps for {len(sample.values)} values")
+                times += [t - profile.time_unix_nano for t in sample.timestamps_unix_nano]
+            else:
+                untimed += sum(sample.values)
             stack = d.stack_table[sample.stack_index]
             keys = []
             for li in stack.location_indices:  # leaf first
@@ -84,8 +91,17 @@ def check(data):
             problems.append(f"{rid}: attribute stallwatch.cause is {facts.get('stallwatch.cause')}")
         if profile.time_unix_nano != report.get("startTimeUnixNanoseconds"):
             problems.append(f"{rid}: time_unix_nano {profile.time_unix_nano}")
+        # Every sample the watchdog took has its time; a sample before the start or after the
+        # end of the stall is printed (it counts in the report, as in the profile).
+        want_times = sorted(t for node in report.get("callTree", []) for t in node.get("sampleOffsetsNanoseconds") or [])
+        if sorted(times) != want_times:
+            problems.append(f"{rid}: sample times {sorted(times)[:5]}... != the report's {want_times[:5]}...")
+        end = profile.duration_nano
+        outside = sum(1 for t in times if t < 0 or t > end)
+        span = f"{min(times) / 1e6:.0f}..{max(times) / 1e6:.0f} ms of {end / 1e6:.0f}" if times else "none"
         print(f"profile {rid}: {sum(got.values())} samples in {len(got)} stacks "
-              f"(report: {sum(want.values())} in {len(want)}), {len(profile.attribute_indices)} attributes")
+              f"(report: {sum(want.values())} in {len(want)}), {len(profile.attribute_indices)} attributes, "
+              f"sample times {span}, {outside} outside the stall")
     if not profiles:
         problems.append("no profile in the request")
     return problems

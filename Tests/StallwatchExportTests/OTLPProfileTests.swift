@@ -13,6 +13,14 @@ struct OTLPProfileTests {
         var report = ReportFixture.report()
         report.request = ReportRequest(method: "GET", route: "/a", traceID: "4bf92f3577b34da6a3ce929d0e0e4736",
                                        spanID: "00f067aa0ba902b7", sampleCount: 3)
+        // The first report kept its samples' times (50 ms apart, one before the start); the second did not.
+        var next: Int64 = -10_000_000
+        for i in report.callTree.indices where report.callTree[i].selfCount > 0 {
+            report.callTree[i].sampleOffsetsNanoseconds = (0..<report.callTree[i].selfCount).map { _ in
+                defer { next += 50_000_000 }
+                return next
+            }
+        }
         var second = ReportFixture.report()
         second.id = "r-2"
         let encoder = JSONEncoder()
@@ -36,6 +44,7 @@ struct OTLPProfileTests {
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(output)")
         #expect(output.contains("profile r-1: 3 samples in 2 stacks"), "\(output)")
+        #expect(output.contains("sample times -10..90 ms of 2500, 1 outside the stall"), "\(output)")
         #expect(output.contains("profile r-2: 3 samples in 2 stacks"), "\(output)")
     }
 

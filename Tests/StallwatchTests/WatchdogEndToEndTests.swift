@@ -72,6 +72,12 @@ struct WatchdogEndToEndTests {
         #expect(report.loopName == "cpu-loop")
         #expect(report.sampleCount >= 1)
         #expect(log.ended.first.map { $0 >= .milliseconds(800) } == true, "ended after \(log.ended)")
+        // Every sample has its time, within the stall so far (the first may precede the dated
+        // start by the dating's error).
+        let times = report.callTree.flatMap { node in node.sampleOffsetsNanoseconds ?? [] }
+        #expect(times.count == report.sampleCount, "\(report.callTree.map { ($0.selfCount, $0.sampleOffsetsNanoseconds) })")
+        #expect(times.allSatisfy { $0 > -50_000_000 && $0 < report.durationNanoseconds + 50_000_000 },
+                "\(times) in \(report.durationNanoseconds)")
     }
 
     @Test("100 idle extra threads and a CPU spin: CPU-bound, not 'too many threads'")

@@ -80,6 +80,7 @@ struct ReportBuilder {
     /// Empties `scratch.tree` and what was resolved for the tree before.
     private func startTree() {
         scratch.tree.removeAll()
+        scratch.leaves.removeAll(keepingCapacity: true)
         scratch.resolved.removeAll(keepingCapacity: true)
         scratch.frames.removeAll()
     }
@@ -90,7 +91,9 @@ struct ReportBuilder {
         startTree()
         for (index, stack) in samples.enumerated() {
             functionKeys(of: stack, identity: identity, into: &scratch.keys)
-            scratch.tree.add(leafFirst: scratch.keys, index: index)
+            if let leaf = scratch.tree.add(leafFirst: scratch.keys, index: index) {
+                scratch.leaves.append((leaf, stack.takenAtNanoseconds))
+            }
         }
         symbolizer.releaseMappedPages()
     }
@@ -113,6 +116,26 @@ struct ReportBuilder {
         return (blamed, ReportCallTreeNode.flatten(&scratch.tree, frames: scratch.frames))
     }
 
+    /// Gives each leaf of `nodes` (``treeInReport()``'s, from `scratch.tree`) its samples' times
+    /// as offsets from `start` (Unix ns); a leaf with any untimed sample gets none.
+    private func timeSamples(_ nodes: inout [ReportCallTreeNode], start: Int64) {
+        var untimed = Set<Int>()
+        // One reading of both clocks for every sample: their offsets differ by their times only.
+        let unixAtMonotonicZero = MonotonicClock.unixNanoseconds(ofMonotonic: MonotonicInstant(nanoseconds: 0))
+        for (node, takenAt) in scratch.leaves {
+            let at = scratch.tree.preorderNumber(ofNode: node)
+            guard nodes.indices.contains(at) else { continue }
+            guard let takenAt, takenAt <= UInt64(Int64.max) else {
+                untimed.insert(at)
+                continue
+            }
+            let offset = unixAtMonotonicZero &+ Int64(takenAt) &- start
+            if nodes[at].sampleOffsetsNanoseconds == nil { nodes[at].sampleOffsetsNanoseconds = [] }
+            nodes[at].sampleOffsetsNanoseconds?.append(offset)
+        }
+        for at in untimed { nodes[at].sampleOffsetsNanoseconds = nil }
+    }
+
     /// A stack's frames as a report lists them (one array: no intermediate list of symbolized
     /// frames), each looked up as ``Symbolizer/symbolize(_:innermost:)`` does.
     func reportFrames(_ stack: CapturedStack) -> [ReportFrame] {
@@ -133,6 +156,7 @@ struct ReportBuilder {
         buildTree(of: samples)
         report.sampleCount = scratch.tree.sampleCount
         (report.blamedStack, report.callTree) = treeInReport()
+        timeSamples(&report.callTree, start: report.startTimeUnixNanoseconds)
         report.truncatedSampleCount = samples.count { !$0.isWhole }
         report.stackEnds = CapturedStack.earlyEnds(of: samples)
         report.asyncCallersMissing = AsyncChainLayout.missingCallers(in: report.blamedStack)

@@ -11,6 +11,9 @@ final class StackScratch {
     var resolved: [UInt: SymbolizedFrame] = [:]
     /// What the report says of each function key of ``tree``, from ``resolved``.
     var frames = FrameTable()
+    /// Each sample's leaf node in ``tree`` and when it was taken (CLOCK_MONOTONIC, ns), in the
+    /// order they were added.
+    var leaves: [(node: Int, takenAt: UInt64?)] = []
     /// One sample's function keys, leaf first.
     var keys: [FrameKey] = []
     /// A dominant path, root first.
@@ -32,6 +35,7 @@ final class StackScratch {
 
     init() {
         keys.reserveCapacity(256)
+        leaves.reserveCapacity(256)
         path.reserveCapacity(256)
         // Room for the deepest walk: other threads' stacks differ in depth, and a smaller buffer
         // would be reallocated by the first deeper one.

@@ -79,9 +79,11 @@ package struct CallTree: Sendable {
     }
 
     /// Adds one sample (frames leaf first, as captured), the `index`th of the input in capture
-    /// order. An empty sample is skipped.
-    package mutating func add(leafFirst frames: [FrameKey], index: Int) {
-        guard !frames.isEmpty else { return }
+    /// order, and returns its leaf's node (``preorderNumber(ofNode:)`` names it in a report's
+    /// order). An empty sample is skipped: `nil`.
+    @discardableResult
+    package mutating func add(leafFirst frames: [FrameKey], index: Int) -> Int? {
+        guard !frames.isEmpty else { return nil }
         sampleCount += 1
         sorted = false
         var parent = -1
@@ -92,6 +94,7 @@ package struct CallTree: Sendable {
             parent = current
         }
         nodes[parent].selfCount += 1
+        return parent
     }
 
     private mutating func child(of parent: Int, frame: FrameKey) -> Int {
@@ -182,6 +185,12 @@ package struct CallTree: Sendable {
             while up >= 0 && nodes[up].nextSibling < 0 { up = nodes[up].parent }
             at = up < 0 ? -1 : nodes[up].nextSibling
         }
+    }
+
+    /// The visit number ``preorder(_:)`` last gave the node that ``add(leafFirst:index:)``
+    /// returned: its index among a report's flat nodes. -1 before any walk.
+    package func preorderNumber(ofNode node: Int) -> Int {
+        nodes.indices.contains(node) ? nodes[node].visit : -1
     }
 
     /// Relinks every sibling list heaviest first (then newest).

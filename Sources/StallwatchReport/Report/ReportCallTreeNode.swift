@@ -18,6 +18,11 @@ public struct ReportCallTreeNode: Sendable, Equatable, Codable {
     /// The application's code or the system's, from the module (absent in files written before
     /// it was recorded: ``resolvedOrigin`` derives it then).
     public var origin: FrameOrigin?
+    /// When each sample whose leaf this node is was taken, oldest first: nanoseconds after the
+    /// stall's start (``StallReport/startTimeUnixNanoseconds``), one per ``selfCount``. `nil` when
+    /// not known: a node that was no sample's leaf, a sample without a time, a file written before
+    /// times were kept.
+    public var sampleOffsetsNanoseconds: [Int64]?
 
     /// Creates a node.
     public init(parent: Int, address: UInt64, symbol: String? = nil, module: String? = nil, count: Int, selfCount: Int) {
