@@ -48,7 +48,7 @@ typedef struct sw_stack {
     uint64_t sp;             ///< interrupted stack pointer
     uint64_t handler_ns;     ///< time the handler spent capturing (thread CPU clock), 0 if not measured
     uint64_t latency_ns;     ///< request sent -> answer seen by the requester (monotonic)
-    uint64_t taken_at_ns;    ///< CLOCK_MONOTONIC when the handler started capturing, 0 if no handler ran
+    uint64_t taken_at_ns;    ///< CLOCK_MONOTONIC when the handler started capturing (a blocked thread: when its stack was read), 0 if unknown
     /// Up to 8 words from SP up to the first frame record, copied by the handler so that the
     /// caller of a frameless leaf can be recovered later, outside it (reading code to check a
     /// return address is not safe in a handler: the library may be unloaded). Consumed by the

@@ -155,6 +155,8 @@ int sw_capture_blocked_into(int32_t tid, const sw_thread_syscall_t *sc, uint32_t
     out->sp = sc->sp;
     out->handler_ns = 0;
     out->latency_ns = 0;
+    // When the stack was read (the registers in `sc` were read just before).
+    out->taken_at_ns = (uint64_t)sw_now_ns();
     // No handler runs on a blocked thread: its task's tag is read from outside.
     out->request_tag = sw_blocked_request_tag(tid, sc);
     out->task_id = 0; // the handler reads it on the thread: a blocked one runs none

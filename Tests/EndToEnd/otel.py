@@ -14,20 +14,25 @@ for every stall report the watchdog wrote:
   - every injected request accounted for by one report, none twice; no request rejected;
   - one OTLP profile per report (Stallwatch's OTLPProfileExporter), decoded strictly with the
     official definitions: its samples are the report's call tree, its link the request's trace.
+  - every sample has its time, and its profile's samples carry it;
+  - each profile's most sampled function is `go tool pprof -top`'s first row for
+    `stallwatch pprof` of the same report file, over the same number of samples.
 Then the profile exporter against a receiver that is slow (3 s), sheds load (503 with Retry-After)
 and is down (a refused port): the service answers every request, the failures are `error` events
 and counted in `stallwatch_export_failures_total`, memory stays bounded (printed), and every stall
 either arrives or is named as dropped.
 Prints the counts and "N passed, M failed"; exits non-zero on any failure.
 
-Usage: otel.py BINARY [--rounds N]
+Usage: otel.py BINARY [--rounds N] [--cli PATH (default: .build/debug/stallwatch)]
 """
 import argparse
 import collections
+import json
 import os
 import re
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -43,13 +48,13 @@ STALL_MS = 1200
 WARN = 13  # SeverityNumber SEVERITY_NUMBER_WARN
 
 
+def read_report(directory, name):
+    with open(os.path.join(directory, name)) as f:
+        return json.load(f)
+
+
 def stall_reports(directory):
-    import json
-    out = []
-    for name in servers.stall_report_files(directory):
-        with open(os.path.join(directory, name)) as f:
-            out.append(json.load(f))
-    return out
+    return [read_report(directory, name) for name in servers.stall_report_files(directory)]
 
 
 def profiles_by_report(store):
@@ -66,6 +71,54 @@ def profiles_by_report(store):
                     links = {d.link_table[s.link_index].trace_id.hex() for s in profile.samples if s.link_index}
                     out[facts.get("stallwatch.report_id")].append(next(iter(links), None))
     return out
+
+
+def pprof_top(cli, path):
+    """(`go tool pprof -top`'s first function, its total samples) for `stallwatch pprof` of the report
+    file at `path`; raises with what failed."""
+    scratch = tempfile.mkdtemp(prefix="stallwatch-otel-pprof-")
+    try:
+        out = os.path.join(scratch, "stall.pb.gz")
+        subprocess.run([cli, "pprof", path, "-o", out], check=True, capture_output=True, timeout=60)
+        env = dict(os.environ, HOME=scratch, GOCACHE=os.path.join(scratch, "cache"), PPROF_TMPDIR=scratch)
+        top = subprocess.run(["go", "tool", "pprof", "-symbolize=none", "-top", "-nodecount=1000", "-nodefraction=0", out],
+                             check=True, capture_output=True, text=True, timeout=120, env=env).stdout
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    total = re.search(r"Total samples = (\d+)", top)
+    # A row: flat flat% sum% cum cum% name (the name may hold spaces).
+    rows = [line.split(None, 5) for line in top.splitlines() if re.match(r"\s*\d+\s+[\d.]+%", line)]
+    if not total or not rows:
+        raise RuntimeError(f"no rows in go tool pprof -top: {top[:300]}")
+    return rows[0][5], int(total.group(1))
+
+
+def check_pprof_tops(cli, report_dir, store):
+    """Each report's profile and `stallwatch pprof` of its file agree: go's top function is one of
+    the profile's most sampled leaves, over the same sample count."""
+    leaves = {}
+    for body in store.profile_bodies:
+        leaves.update(otlp_profile_check.leaf_counts(body))
+    agreed, problems = 0, []
+    for name in servers.stall_report_files(report_dir):
+        rid = read_report(report_dir, name)["id"]
+        counts = leaves.get(rid)
+        if not counts:
+            problems.append(f"{rid}: no profile")
+            continue
+        try:
+            top, total = pprof_top(cli, os.path.join(report_dir, name))
+        except (OSError, subprocess.SubprocessError, RuntimeError) as e:
+            problems.append(f"{rid}: stallwatch pprof / go tool pprof failed: {e}")
+            continue
+        most = max(counts.values())
+        if counts.get(top) != most or total != sum(counts.values()):
+            problems.append(f"{rid}: go's top {top!r} of {total} vs the profile's {counts.most_common(2)} of {sum(counts.values())}")
+        else:
+            agreed += 1
+    print(f"otel: go tool pprof -top agrees with the OTLP profile for {agreed} reports", flush=True)
+    servers.check("otel: each profile's top function is go tool pprof -top's for stallwatch pprof of its report",
+                  not problems and agreed > 0, "; ".join(problems[:3]))
 
 
 def resident_kib(pid):
@@ -133,6 +186,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("binary")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--cli", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../.build/debug/stallwatch"))
     args = parser.parse_args()
     check = servers.check
 
@@ -240,6 +294,11 @@ def main():
         links = profiled.get(rid, [])
         check(f"otel: report {rid}: one profile, linked to its request's trace", len(links) == 1
               and (trace is None or links[0] == trace), f"{len(links)} profiles, links {links}, want {trace}")
+    untimed = {r["id"]: r["sampleCount"] - sum(len(n.get("sampleOffsetsNanoseconds") or []) for n in r["callTree"])
+               for r in stall_reports(report_dir)}
+    check("otel: every report sample has its time (so its profile's samples have timestamps)",
+          not any(untimed.values()), str({k: v for k, v in untimed.items() if v}))
+    check_pprof_tops(args.cli, report_dir, store)
     print(f"otel: {len(store.profile_bodies)} profile requests, {sum(len(v) for v in profiled.values())} profiles "
           f"for {len(stall_reports(report_dir))} reports", flush=True)
     print(f"otel: {len(injected)} stalls injected, {len(reports)} pool-job reports, {len(starts)} stall records "

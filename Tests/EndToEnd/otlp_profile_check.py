@@ -107,6 +107,26 @@ def check(data):
     return problems
 
 
+def leaf_counts(data):
+    """{report id: {leaf function name: samples}} of every profile in the request."""
+    request = profiles_service_pb2.ExportProfilesServiceRequest()
+    request.ParseFromString(data)
+    d = request.dictionary
+    strings = list(d.string_table)
+    attrs = [(strings[a.key_strindex], any_value(a.value)) for a in d.attribute_table]
+    out = {}
+    for rp in request.resource_profiles:
+        for sp in rp.scope_profiles:
+            for profile in sp.profiles:
+                rid = dict(attrs[i] for i in profile.attribute_indices).get("stallwatch.report_id")
+                counts = collections.Counter()
+                for sample in profile.samples:
+                    leaf = d.location_table[d.stack_table[sample.stack_index].location_indices[0]]
+                    counts[strings[d.function_table[leaf.lines[0].function_index].name_strindex]] += sum(sample.values)
+                out[rid] = counts
+    return out
+
+
 if __name__ == "__main__":
     with open(sys.argv[1], "rb") as f:
         found = check(f.read())
