@@ -81,7 +81,7 @@ if [ "$#" -eq 0 ]; then
     swift test --skip-build --scratch-path .build-asan --no-parallel \
     --skip "$(sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' scripts/asan-skip.txt | paste -sd '|')"
   # The DocC catalogs (Sources/*/*.docc): every link resolves, no warning.
-  step docc swift package generate-documentation --target Stallwatch --target StallwatchReport --warnings-as-errors
+  step docc scripts/docc-check.sh Stallwatch StallwatchReport
   # libFuzzer on the /proc parsers and the report decoder, a minute each; earlier crashes replayed.
   step fuzz scripts/fuzz.sh
   # Real servers (Hummingbird 2, Vapor 4, raw SwiftNIO) from Examples/ (one package), driven over
