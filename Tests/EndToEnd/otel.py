@@ -132,8 +132,9 @@ def resident_kib(pid):
 def faults(binary):
     """The exporter against a slow, load-shedding, then absent receiver."""
     check = servers.check
-    # Profiles requests: 0 answered after 3 s, 1 and 2 with 503 Retry-After 1, the rest accepted.
-    schedule = {0: (200, None, 3.0), 1: (503, 1, 0), 2: (503, 1, 0)}
+    # Profiles requests: 0 answered after 3 s, 1 and 2 with 503 Retry-After 1, 3 taken with one
+    # profile rejected (a partial success), the rest accepted.
+    schedule = {0: (200, None, 3.0), 1: (503, 1, 0), 2: (503, 1, 0), 3: ("partial", None, 0)}
     receiver = otlp_receiver.Receiver(fault=lambda n: schedule.get(n, (200, None, 0)))
     for phase, endpoint in (("slow and shedding", receiver.endpoint + "/v1development/profiles"),
                             ("down", "http://127.0.0.1:9/v1development/profiles")):
@@ -178,6 +179,11 @@ def faults(binary):
         else:
             check("otel faults (slow and shedding): every stall arrived in the end", reports <= arrived,
                   f"missing {sorted(reports - arrived)}; faults {receiver.store.faults}")
+            check("otel faults (slow and shedding): a 503's body is in its error event",
+                  any("HTTP 503: shedding load" in m for m in export_errors), str(export_errors[:4]))
+            check("otel faults (slow and shedding): a partial success's rejection is an error event",
+                  any("rejected 1 of" in m and "profile too old" in m for m in export_errors),
+                  f"{export_errors[:6]}; faults {receiver.store.faults}")
         shutil.rmtree(report_dir, ignore_errors=True)
     receiver.close()
 

@@ -142,7 +142,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     store = None  # set per server
     verbose = False
     # For profiles requests: called with the request's number (0, 1, ...), returns (status,
-    # retry_after, delay_seconds); a status other than 200 is answered without decoding the request.
+    # retry_after, delay_seconds); a status other than 200 is answered without decoding the request,
+    # with a text body. "partial" takes the request and answers 200 with a partial success that
+    # rejects one profile.
     fault = None
     fault_count = 0
 
@@ -166,6 +168,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 number = type(self).fault_count
                 type(self).fault_count += 1
             status, retry_after, delay = self.fault(number)
+            partial = status == "partial"
+            status = 200 if partial else status
             if delay:
                 time.sleep(delay)
                 with self.store.lock:
@@ -176,9 +180,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send_response(status)
                 if retry_after is not None:
                     self.send_header("Retry-After", str(retry_after))
-                self.send_header("Content-Length", "0")
+                message = b"shedding load"
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(message)))
                 self.end_headers()
+                self.wfile.write(message)
                 return
+        else:
+            partial = False
         if path not in REQUESTS:
             self.store.reject(path, "unknown path")
             return self.answer(404, b"unknown path", "text/plain")
@@ -199,7 +208,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.store.reject(path, f"unknown fields at {unknown[:3]}")
             return self.answer(400, f"unknown fields at {unknown[:3]}".encode(), "text/plain")
         self.store.add(path, request, body)
-        self.answer(200, response_type().SerializeToString())
+        response = response_type()
+        if partial:
+            with self.store.lock:
+                self.store.faults.append((path, "partial"))
+            response.partial_success.rejected_profiles = 1
+            response.partial_success.error_message = "profile too old"
+        self.answer(200, response.SerializeToString())
 
 
 class Receiver:

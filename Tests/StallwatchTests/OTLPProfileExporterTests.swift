@@ -94,6 +94,42 @@ private final class ErrorLog: Sendable {
         #expect(errors.allSatisfy { $0.contains("trying again") })
     }
 
+    @Test func aPartialSuccessIsAnErrorEventAndItsRejectedProfilesCountAsDropped() async throws {
+        let errorEvents = ErrorLog()
+        let watchdog = try watchdog(errorEvents)
+        // opentelemetry-proto's own encoding of an ExportProfilesServiceResponse whose
+        // partial_success rejects 1 profile with "too old" (Python, 1.45.2).
+        let partial: [UInt8] = [0x0a, 0x0b, 0x08, 0x01, 0x12, 0x07] + Array("too old".utf8)
+        let sender = ScriptedSender([ProfilePostAnswer(status: 200, body: partial, contentType: "application/x-protobuf")])
+        let exporter = try OTLPProfileExporter(configuration: configuration { $0.batchDelay = .milliseconds(200) },
+                                               sender: sender, watchdog: watchdog)
+        exporter.enqueue(report("a"))
+        exporter.enqueue(report("b"))
+        try await run(exporter) { exporter.statistics.dropped == 1 }
+        let errors = errorEvents.list.withLock { $0 }
+        #expect(exporter.statistics.sent == 2)
+        #expect(exporter.statistics.dropped == 1)
+        #expect(errors.count == 1 && errors.first?.contains("rejected 1 of 2 profiles (among a, b): too old") == true, "\(errors)")
+    }
+
+    @Test func aFailedAnswersOwnWordsAreInItsErrorEvent() async throws {
+        let errorEvents = ErrorLog()
+        let watchdog = try watchdog(errorEvents)
+        // google.rpc.Status { code: 8, message: "over quota" }, as OTLP/HTTP answers a failure.
+        let status: [UInt8] = [0x08, 0x08, 0x12, 0x0a] + Array("over quota".utf8)
+        let sender = ScriptedSender([
+            ProfilePostAnswer(status: 429, retryAfter: "0", body: status, contentType: "application/x-protobuf"),
+            ProfilePostAnswer(status: 503, retryAfter: "0", body: Array("  shedding load\n".utf8), contentType: "text/plain"),
+        ])
+        let exporter = try OTLPProfileExporter(configuration: configuration(), sender: sender, watchdog: watchdog)
+        exporter.enqueue(report("a"))
+        try await run(exporter) { exporter.statistics.sent == 1 }
+        let errors = errorEvents.list.withLock { $0 }
+        #expect(errors.count == 2, "\(errors)")
+        #expect(errors.first?.contains("(HTTP 429: over quota)") == true, "\(errors)")
+        #expect(errors.last?.contains("(HTTP 503: shedding load)") == true, "\(errors)")
+    }
+
     @Test func aRefusedRequestIsDroppedAtOnceAndARetriedOneAfterItsTries() async throws {
         let errorEvents = ErrorLog()
         let watchdog = try watchdog(errorEvents)

@@ -29,7 +29,7 @@ import Synchronization
 /// | `stallwatch_signal_lost_total` | counter | | times another handler took the sampling signal over |
 /// | `stallwatch_errors_total` | counter | | `.error` events (e.g. an unwritable report directory) |
 /// | `stallwatch_capture_timeouts_total` | counter | | signal captures abandoned at their deadline (a thread that did not answer in time), process-wide |
-/// | `stallwatch_export_failures_total` | counter | `reason` | failed tries of ``OTLPProfileExporter`` requests: `http_503`..., `no_answer` |
+/// | `stallwatch_export_failures_total` | counter | `reason` | failed tries of ``OTLPProfileExporter`` requests: `http_503`..., `no_answer`, `partial_success` (taken, part rejected) |
 /// | `stallwatch_profiles_dropped_total` | counter | | stall profiles ``OTLPProfileExporter`` gave up on |
 ///
 /// With ``ProcessMetrics`` enabled, the process figures documented there are added.

@@ -27,10 +27,12 @@ final class HTTPClientProfileSender: ProfileRequestSender {
             let nanoseconds = Int64(clamping: timeout.components.seconds) * 1_000_000_000
                 + timeout.components.attoseconds / 1_000_000_000
             let response = try await client.execute(request, timeout: .nanoseconds(nanoseconds))
-            // The body (a partial-success message, or an error text) is read and let go: the
-            // connection returns to the pool only once it is.
-            _ = try? await response.body.collect(upTo: 64 << 10)
-            return ProfilePostAnswer(status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"))
+            // The body (a partial-success message, or an error's) is read whole: the connection
+            // returns to the pool only once it is. One past the bound is not read as a message.
+            let answer = try? await response.body.collect(upTo: 64 << 10)
+            return ProfilePostAnswer(status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
+                                     body: answer.map { Array($0.readableBytesView) } ?? [],
+                                     contentType: response.headers.first(name: "Content-Type"))
         } catch let error as HTTPClientError where error == .deadlineExceeded {
             return ProfilePostAnswer(failure: "no answer within \(timeout)")
         } catch {

@@ -215,11 +215,13 @@ public final class OTLPProfileExporter: Service, Sendable {
         if let deadline { timeout = max(min(timeout, deadline - .now), .milliseconds(1)) }
         let answer = await sender.post(body, headers: headers, timeout: timeout)
         if let status = answer.status, (200..<300).contains(status) {
-            queue.remove(count)
+            let ids = queue.remove(count)
             figures.withLock { $0.sent += count; $0.queuedBytes = queue.queuedBytes }
+            if let partial = OTLPAnswerBody.partialSuccess(answer.body) { rejected(partial, of: ids) }
             return
         }
-        let reason = answer.status.map { "HTTP \($0)" } ?? answer.failure ?? "no answer"
+        let said = OTLPAnswerBody.failureMessage(answer.body, contentType: answer.contentType).map { ": \($0)" } ?? ""
+        let reason = (answer.status.map { "HTTP \($0)" } ?? answer.failure ?? "no answer") + said
         figures.withLock { $0.failedRequests += 1 }
         metrics?.recordExportFailure(reason: answer.status.map { "http_\($0)" } ?? "no_answer")
         let tries = queue.failed(count)
@@ -238,6 +240,22 @@ public final class OTLPProfileExporter: Service, Sendable {
         let seconds = (Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18) * 10
         report("exporting \(what); trying again in \(seconds.rounded() / 10) s (try \(tries) of \(configuration.maxAttempts))")
         await pause(wait, queue: &queue)
+    }
+
+    /// A receiver that took a request but rejected part of it (OTLP's partial success): the
+    /// rejected profiles are lost, and which ones it does not say.
+    private func rejected(_ partial: (rejected: Int64, message: String), of ids: [String]) {
+        let why = partial.message.isEmpty ? "" : ": \(partial.message)"
+        metrics?.recordExportFailure(reason: "partial_success")
+        guard partial.rejected > 0 else {
+            report("the receiver accepted \(ids.count) profile\(ids.count == 1 ? "" : "s") with a warning\(why)")
+            return
+        }
+        let lost = Int(clamping: min(partial.rejected, Int64(ids.count)))
+        figures.withLock { $0.dropped += lost }
+        metrics?.recordProfilesDropped(lost)
+        let shown = ids.prefix(10).joined(separator: ", ") + (ids.count > 10 ? ", …" : "")
+        report("the receiver rejected \(partial.rejected) of \(ids.count) profiles (among \(shown))\(why)")
     }
 
     private func dropped(_ ids: [String], why: String) {

@@ -20,10 +20,17 @@ package struct ProfilePostAnswer: Sendable, Equatable {
     package var retryAfter: String?
     /// Why no answer came (`connection refused`, `timed out after 10 s`).
     package var failure: String?
+    /// The answer's body (its first 64 KiB): a partial-success message, or an error's.
+    package var body: [UInt8]
+    /// The answer's `Content-Type`.
+    package var contentType: String?
 
-    package init(status: Int? = nil, retryAfter: String? = nil, failure: String? = nil) {
+    package init(status: Int? = nil, retryAfter: String? = nil, failure: String? = nil,
+                 body: [UInt8] = [], contentType: String? = nil) {
         self.status = status
         self.retryAfter = retryAfter
         self.failure = failure
+        self.body = body
+        self.contentType = contentType
     }
 }
