@@ -246,23 +246,27 @@ public final class OTLPProfileExporter: Service, Sendable {
     /// rejected profiles are lost, and which ones it does not say.
     private func rejected(_ partial: (rejected: Int64, message: String), of ids: [String]) {
         let why = partial.message.isEmpty ? "" : ": \(partial.message)"
-        metrics?.recordExportFailure(reason: "partial_success")
+        // None rejected, with a message: OTLP's warning. Said, not counted as a failure.
         guard partial.rejected > 0 else {
             report("the receiver accepted \(ids.count) profile\(ids.count == 1 ? "" : "s") with a warning\(why)")
             return
         }
+        metrics?.recordExportFailure(reason: "partial_success")
         let lost = Int(clamping: min(partial.rejected, Int64(ids.count)))
         figures.withLock { $0.dropped += lost }
         metrics?.recordProfilesDropped(lost)
-        let shown = ids.prefix(10).joined(separator: ", ") + (ids.count > 10 ? ", …" : "")
-        report("the receiver rejected \(partial.rejected) of \(ids.count) profiles (among \(shown))\(why)")
+        report("the receiver rejected \(partial.rejected) of \(ids.count) profiles (among \(Self.listed(ids)))\(why)")
+    }
+
+    /// Report ids as an event lists them: the first 10.
+    private static func listed(_ ids: [String]) -> String {
+        ids.prefix(10).joined(separator: ", ") + (ids.count > 10 ? ", …" : "")
     }
 
     private func dropped(_ ids: [String], why: String) {
         guard !ids.isEmpty else { return }
         figures.withLock { $0.dropped += ids.count }
         metrics?.recordProfilesDropped(ids.count)
-        let shown = ids.prefix(10).joined(separator: ", ") + (ids.count > 10 ? ", …" : "")
-        report("\(ids.count) stall profile\(ids.count == 1 ? "" : "s") dropped (\(shown)): \(why)")
+        report("\(ids.count) stall profile\(ids.count == 1 ? "" : "s") dropped (\(Self.listed(ids))): \(why)")
     }
 }
