@@ -138,6 +138,7 @@ extension WatchdogEngine {
                     m.unsampledThread = thread
                     logger.warning("cannot sample loop thread", metadata: [
                         "loop": "\(m.source.name)", "thread": "\(thread.rawValue)", "error": "\(error)"])
+                    emit(.error("cannot sample \(m.source.name)'s thread \(thread.rawValue) while it runs: \(error)"))
                 }
             }
         }
