@@ -253,6 +253,17 @@ private typealias S = SyscallNumber
         #expect(classifier.classify(justUnder).kind == .cpuBound, "blocked 24.95 %")
     }
 
+    /// Storage bytes that could not be read are said: the cause stands, and the reader knows
+    /// storage was not weighed.
+    @Test func unreadStorageBytesAreSaid() {
+        var unread = evidence("R", cpuMs: 258, wallMs: 600, runQueueMs: 6)
+        unread.storageBytesUnread = "opening /proc/self/task/42/io: Permission denied"
+        let cause = classifier.classify(unread)
+        #expect(cause.kind != .diskIO)
+        #expect(cause.evidence.contains("storage not weighed: opening /proc/self/task/42/io: Permission denied"), "\(cause.evidence)")
+        #expect(!classifier.classify(evidence("R", cpuMs: 1700, runQueueMs: 100)).evidence.contains("storage"))
+    }
+
     @Test func otherSyscallsAreBlockedInSyscall() {
         let pipeRead = classifier.classify(evidence("S", syscall: S.read, fd: .pipe))
         #expect(pipeRead.kind == .blockedInSyscall)

@@ -57,6 +57,15 @@ import Testing
         #expect(ThreadStorageIO.parse(ArraySlice("rchar: 1\nwchar: 1\n".utf8)) == nil)
     }
 
+    /// A thread that does not exist: the reason names the file and the error.
+    @Test func taskIOOfAGoneThreadSaysWhy() {
+        guard case .failure(let unread) = ThreadStorageIO.read(ThreadID(rawValue: Int32.max)) else {
+            Issue.record("read the io file of a thread that cannot exist")
+            return
+        }
+        #expect(unread.reason.hasPrefix("opening /proc/self/task/\(Int32.max)/io: No such"), "\(unread.reason)")
+    }
+
     /// A thread's own writes and syncs show in its file as soon as they are made.
     @Test func taskIOCountsThisThreadsWrites() throws {
         #if os(Linux)

@@ -16,14 +16,25 @@ enum ThreadStorageIO {
     /// The thread's total so far; `nil` when the file cannot be read (the thread is gone, a kernel
     /// without task I/O accounting).
     static func bytes(_ thread: ThreadID) -> UInt64? {
+        try? read(thread).get()
+    }
+
+    /// The same, or why it could not be read, in words for the evidence.
+    static func read(_ thread: ThreadID) -> Result<UInt64, ThreadStorageIOUnread> {
+        let path = "/proc/self/task/\(thread.rawValue)/io"
         let fd = sw_task_file_open(thread.rawValue, "io")
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { return .failure(ThreadStorageIOUnread("opening \(path): \(String(cString: strerror(-fd)))")) }
         defer { close(fd) }
         // About 200 bytes: rchar, wchar, syscr, syscw, read_bytes, write_bytes, cancelled_write_bytes.
         var buffer = [UInt8](repeating: 0, count: 512)
         let n = buffer.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
-        guard n > 0 else { return nil }
-        return parse(buffer[..<n])
+        guard n > 0 else {
+            return .failure(ThreadStorageIOUnread("reading \(path): \(n < 0 ? String(cString: strerror(errno)) : "empty")"))
+        }
+        guard let total = parse(buffer[..<n]) else {
+            return .failure(ThreadStorageIOUnread("\(path) has no read_bytes and write_bytes lines"))
+        }
+        return .success(total)
     }
 
     /// `read_bytes + write_bytes` in the file's text; `nil` when either line is missing.
@@ -39,4 +50,10 @@ enum ThreadStorageIO {
         guard let read, let written else { return nil }
         return read &+ written
     }
+}
+
+/// Why a thread's storage bytes could not be read.
+struct ThreadStorageIOUnread: Error, Equatable {
+    var reason: String
+    init(_ reason: String) { self.reason = reason }
 }

@@ -22,6 +22,8 @@ struct ThreadBaseline {
     var throttled: Duration?
     /// The thread's storage bytes so far (``ThreadStorageIO``), read with ``throttled``.
     var storageBytes: UInt64?
+    /// Why ``storageBytes`` could not be read, when it was tried.
+    var storageUnread: String?
     /// Whether ``throttled`` and ``storageBytes`` were read (either may be `nil` after).
     private(set) var suspectedReadsTaken = false
 
@@ -30,7 +32,10 @@ struct ThreadBaseline {
         guard !suspectedReadsTaken else { return }
         suspectedReadsTaken = true
         throttled = CgroupThrottling.total()
-        storageBytes = ThreadStorageIO.bytes(thread)
+        switch ThreadStorageIO.read(thread) {
+        case .success(let bytes): storageBytes = bytes
+        case .failure(let unread): storageUnread = unread.reason
+        }
     }
 
     /// `files`: the thread's `/proc` files when they are kept open already.
@@ -86,8 +91,16 @@ enum StallEvidence {
                                       wallDelta: wallDelta, runQueueWaitDelta: waitDelta, threadCount: threadCount,
                                       cores: cores)
         // Only a runnable thread's cause weighs it: a blocked one names its call.
-        if state == "R", let before = baseline?.storageBytes, let now = ThreadStorageIO.bytes(thread), now >= before {
-            evidence.storageBytesDelta = now - before
+        if state == "R", let baseline, baseline.suspectedReadsTaken {
+            if let why = baseline.storageUnread {
+                evidence.storageBytesUnread = why
+            } else if let before = baseline.storageBytes {
+                switch ThreadStorageIO.read(thread) {
+                case .success(let now) where now >= before: evidence.storageBytesDelta = now - before
+                case .success: break   // the counter went back: a reused thread id
+                case .failure(let unread): evidence.storageBytesUnread = unread.reason
+                }
+            }
         }
         if evidence.looksStarved() {
             evidence.runnableThreadCount = runnableThreads()

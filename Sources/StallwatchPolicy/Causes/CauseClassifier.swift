@@ -99,6 +99,10 @@ package struct CauseClassifier: Sendable, Equatable {
             }
         }
         if let cause = storageWait(e, text: &text) { return cause }
+        if let why = e.storageBytesUnread {
+            text += "; storage not weighed: "
+            text += why
+        }
         if aboveFloor {
             return StallCause(kind: .cpuBound, evidence: text)
         }

@@ -68,6 +68,9 @@ package struct ThreadEvidence: Sendable, Equatable {
     /// plus `write_bytes` of its `/proc` `io` file); read only for a runnable thread, `nil` when
     /// not read.
     package var storageBytesDelta: UInt64?
+    /// Why the storage bytes of a runnable thread could not be read (``storageBytesDelta`` then
+    /// unknown): said in the evidence, as storage was not weighed.
+    package var storageBytesUnread: String?
 
     /// Creates evidence.
     package init(
