@@ -45,14 +45,6 @@ def watchdog_cpu_ns(pid):
     return None
 
 
-def resident_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def one_run(binary, variant, env, seconds):
     report_dir = tempfile.mkdtemp(prefix="bench-exporter-")
     server = servers.Server(binary, report_dir, extra_env=env)
@@ -80,7 +72,7 @@ def one_run(binary, variant, env, seconds):
         out, _ = wrk.communicate(timeout=seconds + 30)
         wall = time.monotonic() - t0
         cpu1 = watchdog_cpu_ns(pid)
-        rss = resident_kib(pid)
+        rss = servers.resident_kib(pid)
         _, metrics = server.fetch("/metrics")
         failures = sum(float(m) for m in re.findall(r'^stallwatch_export_failures_total\{[^}]*\} ([0-9.e+]+)$', metrics, re.M))
         requests = re.search(r"(\d+) requests in", out)

@@ -121,14 +121,6 @@ def check_pprof_tops(cli, report_dir, store):
                   not problems and agreed > 0, "; ".join(problems[:3]))
 
 
-def resident_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def faults(binary):
     """The exporter against a slow, load-shedding, then absent receiver."""
     check = servers.check
@@ -145,14 +137,14 @@ def faults(binary):
         try:
             if not check(f"otel faults ({phase}): the server starts", server.ready.wait(60), "\n".join(server.lines[-20:])):
                 continue
-            rss = [resident_kib(server.proc.pid)]
+            rss = [servers.resident_kib(server.proc.pid)]
             answered = 0
             for i, kind in enumerate(["cpu", "zlib", "cpu", "pbkdf2"]):
                 status, _ = server.fetch(f"/inject/{kind}?ms={STALL_MS}", timeout=30)
                 answered += status == 200
                 answered += server.get("/metrics") == 200
                 time.sleep(0.5)
-                rss.append(resident_kib(server.proc.pid))
+                rss.append(servers.resident_kib(server.proc.pid))
             check(f"otel faults ({phase}): every request answered while the receiver fails", answered == 8, f"{answered}/8")
             time.sleep(4.0 if phase == "down" else 8.0)
             _, metrics = server.fetch("/metrics")

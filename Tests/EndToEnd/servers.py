@@ -98,6 +98,15 @@ class Server:
             return None
 
 
+def resident_kib(pid):
+    """The process's resident memory (VmRSS), KiB; 0 when the line is missing."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
 def report_files(directory):
     return sorted(f for f in os.listdir(directory) if f.endswith(".json")) if os.path.isdir(directory) else []
 
