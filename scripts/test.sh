@@ -62,7 +62,7 @@ t=$SECONDS
 if ! swift test --skip-build --no-parallel "$@" 2>&1 | tee "$UNIT_LOG"; then
   echo "test: step unit-tests: $((SECONDS - t)) s (failed); total: $((SECONDS - started)) s"
   echo "=== failed tests (from $UNIT_LOG) ==="
-  grep -E '✘|recorded an issue|error:|Expectation failed|Fatal error|Caught signal' "$UNIT_LOG" | head -80 || true
+  grep -E -A 4 '✘|recorded an issue|error:|Expectation failed|Fatal error|Caught signal' "$UNIT_LOG" | cut -c1-400 | head -160 || true
   exit 1
 fi
 echo "test: step unit-tests: $((SECONDS - t)) s"

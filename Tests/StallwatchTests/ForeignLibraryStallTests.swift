@@ -381,7 +381,7 @@ struct ForeignLibraryStallTests {
         c.release?()
         c.cleanup?()
         #expect(result > 0 && foreignFailures.load(ordering: .relaxed) == failuresBefore, "the workload failed: \(result)")
-        let reports = log.allStalls
+        let reports = log.allStalls(through: c.cFunction).job
         #expect(reports.count == 1, "\(c.name): \(reports.count) reports, \(log.trivialStackFilterings) trivial-stack filterings\n\(summaries(reports))")
         let report = try #require(reports.first, "\(c.name): no report; \(log.trivialStackFilterings) trivial-stack filterings; events: \(log.events.withLock { $0.map { "\($0.kind) \($0.message ?? "")" } })")
         #expect(report.loopName == PoolJobWatcher.loopName)
@@ -483,7 +483,7 @@ struct ForeignLibraryUnwalkableStackTests {
         let (log, result) = try await watchForeignAsPoolJob(c)
         #expect(result > 0, "the spin could not run: \(result)")
         #expect(log.trivialStackFilterings == 0, "a stack that was not walked to its root was filtered as trivial")
-        let reports = log.allStalls
+        let reports = log.allStalls(through: "sw_foreign_spin_no_unwind_info").job
         #expect(reports.count == 1, "\(reports.count) reports\n\(summaries(reports))")
         let report = try #require(reports.first)
         #expect(report.loopName == PoolJobWatcher.loopName)

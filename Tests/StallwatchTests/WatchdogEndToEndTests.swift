@@ -16,6 +16,18 @@ final class EventLog: Sendable {
     var allStalls: [StallReport] {
         events.withLock { $0.compactMap { $0.kind == .stall ? $0.report : nil } }
     }
+    /// The reports with a sample through a function whose name contains `symbol` (the job a test
+    /// drives), and the others. A test process's own pool jobs stall too: Swift Testing writes its
+    /// output from them, and once the reader of that output falls behind, `write` blocks them.
+    func allStalls(through symbol: String) -> (job: [StallReport], others: [StallReport]) {
+        func passes(_ r: StallReport) -> Bool { r.callTree.contains { $0.symbol?.contains(symbol) == true } }
+        let all = allStalls
+        let (job, others) = (all.filter(passes), all.filter { !passes($0) })
+        for r in others {
+            print("a stall of another job, not counted: \(r.loopName ?? "") \(r.cause?.kind.rawValue ?? "-") \(r.blamedStack.prefix(10).map { $0.symbol ?? "?" })")
+        }
+        return (job, others)
+    }
     var errors: [String] {
         events.withLock { $0.compactMap { $0.kind == .error ? $0.message : nil } }
     }
