@@ -26,19 +26,19 @@ struct IdleSleepTests {
                 _ = sw_thread_set_name("idle-sleep-test")
                 do {
                     // A pool given work in short bursts needs up to 32 quiet scans before it rests.
-                    var last = try ThreadInfo.schedStat(tid).timeslices
+                    var last = try wakeups(of: tid)
                     for _ in 0..<20 {
                         usleep(400_000)
-                        let now = try ThreadInfo.schedStat(tid).timeslices
+                        let now = try wakeups(of: tid)
                         if now == last { break }
                         last = now
                     }
                     var counts: [UInt64] = []
                     for phase in phases {
-                        let before = try ThreadInfo.schedStat(tid).timeslices
+                        let before = try wakeups(of: tid)
                         phase.body()
                         usleep(UInt32(phase.seconds * 1_000_000))
-                        counts.append(try ThreadInfo.schedStat(tid).timeslices - before)
+                        counts.append(try wakeups(of: tid) - before)
                     }
                     done.resume(returning: counts)
                 } catch {

@@ -60,12 +60,12 @@ struct PoolRestTests {
         defer { watchdog.stop() }
         try await Task.sleep(for: .milliseconds(800))  // workers learnt, quiet scans, then rest
         let tid = try #require(try ThreadList.current().first { (try? ThreadInfo.read($0).name) == "stallwatch" })
-        let before = try ThreadInfo.schedStat(tid).timeslices
+        let before = try wakeups(of: tid)
         let wakesBefore = sw_pool_wake_count()
         // Five bursts 600 ms apart (rests over 0.5 s: no back-off): the end of each sleep is an
         // enqueue to the resting pool.
         for _ in 0..<5 { try await Task.sleep(for: .milliseconds(600)) }
-        let wakes = try ThreadInfo.schedStat(tid).timeslices - before
+        let wakes = try wakeups(of: tid) - before
         let bursts = sw_pool_wake_count() - wakesBefore
         #expect(bursts >= 4, "\(bursts) bursts ended a rest")
         // One wake-up a burst (measured: 5 for 5), two spare for the late scan every 1.8 s; waking
