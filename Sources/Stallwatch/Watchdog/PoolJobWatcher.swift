@@ -148,9 +148,8 @@ final class PoolJobWatcher {
     private var scans = 0
     /// When the last rest of the pool ended (``rested(until:)``).
     private var restedUntil: MonotonicInstant?
-    /// The thread listing, its storage reused from scan to scan, and /proc/self/task kept open for it.
-    private var tids: [ThreadID] = []
-    private let taskDirectory = TaskDirectory()
+    /// The thread listing, read again only when the thread count changed or it is half a second old.
+    private let roster = ThreadRoster()
 
     /// How long a running thread may go with no scan concluding anything of it (in which job it
     /// is, or that it is in none) before a scan that finds it running signals it whatever its CPU
@@ -230,18 +229,19 @@ final class PoolJobWatcher {
     /// Returns whether the set of threads changed.
     func scan(now: MonotonicInstant, maySignal: @autoclosure () -> Bool = true) -> Bool {
         PoolScanCost.scanCount.add(1, ordering: .relaxed)
-        PoolScanCost.procReadCount.add(1, ordering: .relaxed)
         lastScanFoundQuiet = false
-        guard let frames, (try? ThreadList.current(into: &tids, directory: taskDirectory.descriptor)) != nil else { return false }
+        // A thread first listed now was born after the previous listing.
+        let previousListing = roster.listedAt
+        guard let frames, let listed = try? roster.refresh(now: now) else { return false }
+        if listed { PoolScanCost.procReadCount.add(1, ordering: .relaxed) }
         var quiet = true
         scans += 1
-        let previousScan = lastScan
         lastScan = now
         var changed = false
         let own = ThreadID.current
         // Every thread listed now is stamped with this scan; the ones not stamped have exited.
         // (No set of the listed ids: an idle scan allocates nothing.)
-        for tid in tids where tid != own {
+        for tid in roster.threads where tid != own {
             let thread: PoolThread
             if let known = threads[tid] {
                 thread = known
@@ -256,9 +256,9 @@ final class PoolJobWatcher {
                     }
                 }
                 PoolScanCost.procReadCount.add(1, ordering: .relaxed)
-                // Born since the previous scan (not listed by it), or since a rest began: after
-                // that scan, or after the rest ended.
-                let bornSince = [previousScan, restedUntil].compactMap { $0 }.max()
+                // Born since the previous listing (not in it), or since a rest began: after that
+                // listing, or after the rest ended.
+                let bornSince = [previousListing, restedUntil].compactMap { $0 }.max()
                 guard let name = Self.dispatchWorkerName(tid) else {
                     if var other = others[tid] {
                         other.stillOther(at: scans)

@@ -17,6 +17,10 @@ extension WatchdogEngine {
         let now = MonotonicClock.now()
         if let at = lastCPUAt, now - at < .seconds(1) { return }
         guard let cpu = try? ProcessCPUClock().elapsed() else { return }
+        // At every reading, busy or not: the reading that first finds the process busy needs each
+        // thread's time at the one before (taken only once busy, the first CPU-high event named no
+        // thread). A clock read per thread, the listing only when the thread count changed.
+        let threads = threadCPUDeltas(now: now)
         defer {
             lastProcessCPU = cpu
             lastCPUAt = now
@@ -26,32 +30,41 @@ extension WatchdogEngine {
         let wall = now - at
         let processDelta = cpu - last
         lastProcessCPUCores = wall > .zero ? processDelta / wall : nil
-        // Per-thread figures only when the process is busy enough for them to matter.
-        var threads: [ThreadCPUTime] = []
-        if wall > .zero, processDelta / wall > configuration.cpu.processHighFraction * Double(cores) * 0.9 {
-            threads = threadCPUDeltas()
-        }
         let assessment = cpuPolicy.ingest(CPUReading(processCPUTimeDelta: processDelta, wallDelta: wall,
                                                      cores: cores, threads: threads))
         for event in assessment.events {
-            deliver(builder.cpuReport(id: nextReportID(), event: event, windowStart: at, wall: wall, now: now, cores: cores,
+            deliver(builder.cpuReport(id: nextReportID(), event: Self.namingThreads(of: event), windowStart: at, wall: wall, now: now, cores: cores,
                                       threadCount: gatherer.threadCount()))
         }
     }
 
-    private func threadCPUDeltas() -> [ThreadCPUTime] {
-        guard let tids = try? ThreadList.current() else { return [] }
+    /// Each thread's CPU time since the last reading (a thread first seen now has none yet).
+    private func threadCPUDeltas(now: MonotonicInstant) -> [ThreadCPUTime] {
+        guard (try? cpuRoster.refresh(now: now)) != nil else {
+            lastThreadCPU = [:]
+            return []
+        }
         var current: [Int32: Duration] = [:]
+        current.reserveCapacity(cpuRoster.threads.count)
         var out: [ThreadCPUTime] = []
-        for tid in tids {
+        for tid in cpuRoster.threads {
             guard let cpu = try? ThreadCPUClock(tid).elapsed() else { continue }
             current[tid.rawValue] = cpu
             if let before = lastThreadCPU[tid.rawValue] {
-                let name = (try? ThreadInfo.read(tid).name) ?? ""
-                out.append(ThreadCPUTime(threadID: tid.rawValue, name: name, cpuTimeDelta: cpu - before))
+                // Named only if the reading makes an event (``namingThreads(of:)``): a name is a
+                // /proc read per thread, and this runs every second while the process is busy
+                // (under wrk, 0.5 ms of the watchdog's CPU a second for 10 threads' names).
+                out.append(ThreadCPUTime(threadID: tid.rawValue, name: "", cpuTimeDelta: cpu - before))
             }
         }
         lastThreadCPU = current
         return out
+    }
+
+    /// The event with its top threads' names read now (a thread gone since keeps an empty name).
+    private static func namingThreads(of event: CPUEvent) -> CPUEvent {
+        guard case .processCPUHigh(let usage, var top) = event else { return event }
+        for i in top.indices { top[i].name = (try? ThreadInfo.read(ThreadID(rawValue: top[i].threadID)).name) ?? "" }
+        return .processCPUHigh(usage: usage, topThreads: top)
     }
 }

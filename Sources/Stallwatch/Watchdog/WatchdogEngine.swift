@@ -79,7 +79,9 @@ final class WatchdogEngine {
     var lastCPUAt: MonotonicInstant?
     /// The process's CPU over the last reading, in cores (``cpuRound(now:)``).
     var lastProcessCPUCores: Double?
+    /// Every thread's CPU time at the last reading, and the threads listed for it.
     var lastThreadCPU: [Int32: Duration] = [:]
+    let cpuRoster = ThreadRoster()
     /// Facts shared by the reports of one round (see ``RoundFacts``).
     var cachedRoundFacts: RoundFacts?
     /// The threads listed for ``RoundFacts``: storage kept for the next report's listing, as large
