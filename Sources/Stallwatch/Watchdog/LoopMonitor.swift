@@ -71,12 +71,28 @@ final class LoopMonitor {
     /// and a close per read were most of what judging a free loop cost).
     var demandFiles: TaskFiles?
 
+    /// For a ping-probed loop: the watchdog's side of its probe (answers taken, looks, rest).
+    let pinged: PingedLoopWatcher?
+
     init(source: LoopSource, configuration: WatchdogConfiguration, schedule: DetectionSchedule) {
         self.source = source
         self.detector = StallDetector(configuration: configuration)
         self.filter = StallFilter(configuration: configuration)
-        if case .ping = source, configuration.busyLoopWindow > .zero {
-            busyLoop = BusyLoopDetector(window: configuration.busyLoopWindow, lateLatency: schedule.busyLoopLatency)
+        if case .ping(let probe) = source {
+            pinged = PingedLoopWatcher(probe: probe)
+            if configuration.busyLoopWindow > .zero {
+                busyLoop = BusyLoopDetector(window: configuration.busyLoopWindow, lateLatency: schedule.busyLoopLatency)
+            }
+        } else {
+            pinged = nil
+        }
+    }
+
+    /// The loop's lag since the last call: a ping's latency, or the longest busy period that ended.
+    func takeLag() -> Duration? {
+        switch source {
+        case .heartbeat(let p): p.takeLongestBusyPeriod()
+        case .ping: pinged?.takeAnsweredLatency()
         }
     }
 

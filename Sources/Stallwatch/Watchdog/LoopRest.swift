@@ -38,10 +38,10 @@ final class LoopRest {
 
     private let logger: Logger
     private var restSet: OpaquePointer?
-    private var resting: [(token: UInt64, fd: Int32, probe: PingProbe)] = []
+    private var resting: [(token: UInt64, fd: Int32, loop: PingedLoopWatcher)] = []
     // This round's looked-at loops found asleep, and whether any other was not; kept between
     // rounds with their capacity (a round allocates nothing).
-    private var candidates: [(probe: PingProbe, fd: Int32)] = []
+    private var candidates: [(loop: PingedLoopWatcher, fd: Int32)] = []
     private var othersAwake = false
     private var fired = [UInt64](repeating: 0, count: 8)
     private var armFailureLogged = false
@@ -94,7 +94,7 @@ final class LoopRest {
     }
 
     /// Sleeps like `sw_pool_wake_wait`, and until a resting loop gets an event; the rests of the
-    /// loops that got one are over, from `now` on (see ``PingProbe/endRest(wokenAt:)``).
+    /// loops that got one are over, from `now` on (see ``PingedLoopWatcher/endRest(wokenAt:)``).
     func wait(seen: UInt32, timeout: Duration) {
         guard let set = restSet else { return }
         let count = fired.withUnsafeMutableBufferPointer {
@@ -114,7 +114,7 @@ final class LoopRest {
             guard let index = resting.firstIndex(where: { $0.token == token }) else { continue }
             let entry = resting.remove(at: index)
             _ = sw_loop_rest_disarm(set, entry.fd)
-            entry.probe.endRest(wokenAt: now.nanoseconds)
+            entry.loop.endRest(wokenAt: now.nanoseconds)
         }
         if resting.isEmpty { rested(until: now) }
     }
@@ -126,7 +126,7 @@ final class LoopRest {
         for entry in resting {
             // ENOENT or EBADF only when the loop closed its descriptor: nothing left to undo.
             _ = sw_loop_rest_disarm(set, entry.fd)
-            entry.probe.endRest(wokenAt: nil)
+            entry.loop.endRest(wokenAt: nil)
         }
         resting.removeAll(keepingCapacity: true)
         lateLookAt = nil
@@ -147,10 +147,10 @@ final class LoopRest {
         othersAwake = false
     }
 
-    /// `probe` was just looked at (``PingProbe/lookOrPing()``): a candidate if it sleeps in
+    /// `loop` was just looked at (``PingedLoopWatcher/lookOrPing()``): a candidate if it sleeps in
     /// `epoll_wait`, else it keeps the rounds going.
-    func lookedAt(_ probe: PingProbe) {
-        if let fd = probe.asleepEpollFD { candidates.append((probe, fd)) } else { othersAwake = true }
+    func lookedAt(_ loop: PingedLoopWatcher) {
+        if let fd = loop.asleepEpollFD { candidates.append((loop, fd)) } else { othersAwake = true }
     }
 
     /// A loop that cannot rest needs this round's successor (pinged, busy, the pool scanned).
@@ -167,22 +167,22 @@ final class LoopRest {
         guard quietLooks >= looksNeeded, let set = restSet else { return false }
         let restingBefore = resting.count
         var allArmed = true
-        for (probe, fd) in candidates {
-            let token = UInt64(UInt(bitPattern: ObjectIdentifier(probe)))
+        for (loop, fd) in candidates {
+            let token = UInt64(UInt(bitPattern: ObjectIdentifier(loop)))
             let rc = sw_loop_rest_arm(set, fd, token)
             guard rc == 0 else {
                 if !armFailureLogged {
                     armFailureLogged = true
                     logger.notice("an event loop cannot rest; it is looked at every period",
-                                  metadata: ["loop": "\(probe.name)", "descriptor": "\(fd)", "error": "\(-rc)"])
+                                  metadata: ["loop": "\(loop.probe.name)", "descriptor": "\(fd)", "error": "\(-rc)"])
                 }
                 allArmed = false
                 break
             }
-            resting.append((token, fd, probe))
+            resting.append((token, fd, loop))
             // Watched from here on, but an event that came between the look and the watch would
             // not wake us: the loop must not have run since the look.
-            guard probe.stillAsleep() else {
+            guard loop.stillAsleep() else {
                 allArmed = false
                 break
             }
@@ -192,7 +192,7 @@ final class LoopRest {
             resting.removeSubrange(restingBefore...)
             return false
         }
-        for entry in resting[restingBefore...] { entry.probe.beginRest() }
+        for entry in resting[restingBefore...] { entry.loop.beginRest() }
         if restingBefore == 0 {
             restBegan = now
             // Nested in epoll, a wake the loop took first is lost: looked at again, late.

@@ -51,14 +51,6 @@ enum LoopSource: Sendable {
         }
     }
 
-    /// The loop's lag since the last call: a ping's latency, or the longest busy period that ended.
-    func takeLag() -> Duration? {
-        switch self {
-        case .heartbeat(let p): p.takeLongestBusyPeriod()
-        case .ping(let p): p.takeAnsweredLatency()
-        }
-    }
-
     var identity: ObjectIdentifier {
         switch self {
         case .heartbeat(let p): ObjectIdentifier(p)

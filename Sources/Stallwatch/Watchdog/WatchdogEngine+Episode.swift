@@ -40,9 +40,9 @@ extension WatchdogEngine {
         let observation = m.detector.evaluate(busySince: busySince, now: now, previousRoundAt: previousRound,
                                               stoppedFor: stoppedFor, endedAt: endedAt,
                                               lastEnded: m.ownsBusyRecord ? m.source.lastEndedPeriod : nil)
-        if let busySince, case .ping(let probe) = m.source {
+        if let busySince, let pinged = m.pinged {
             m.detector.refineStart(ofPeriodSince: busySince,
-                                   to: probe.estimatedStart(posted: busySince, pingPeriod: schedule.pingPeriod))
+                                   to: pinged.estimatedStart(posted: busySince, pingPeriod: schedule.pingPeriod))
         }
         let thread = m.source.thread
         switch observation {
@@ -282,7 +282,7 @@ extension WatchdogEngine {
                 }, lockWait: lock),
             samples: m.samples)
         if let lock, let finding = lockFinding { noteDeadlock(finding, lock, reportID: report.id, now: now) }
-        if case .ping(let probe) = m.source { report.poolJobs = poolJobStacks(for: probe) }
+        if let pinged = m.pinged { report.poolJobs = poolJobStacks(for: pinged) }
         m.detector.record(report: report)
         m.reportedSignature = signature
         deliver(report, request: StallAttribution.context(of: report, samples: m.samples))

@@ -3,12 +3,12 @@ import StallwatchReport
 
 extension WatchdogEngine {
     /// The jobs holding the cooperative pool's workers now, for the report of the pool's stalled
-    /// ping (`probe`): each from its own pool-job loop — its report's blamed stack, id and cause
+    /// ping (`pinged`): each from its own pool-job loop — its report's blamed stack, id and cause
     /// when it was reported, else its newest sample and the cause read so far. Longest first.
     /// Read from the watchdog's own state: nothing here waits for the pool it describes.
-    func poolJobStacks(for probe: PingProbe) -> [PoolJobStack]? {
-        guard probe.watchesCooperativePool, let poolWatcher else { return nil }
-        let workerName = probe.knownPoolWorkerName
+    func poolJobStacks(for pinged: PingedLoopWatcher) -> [PoolJobStack]? {
+        guard pinged.probe.watchesCooperativePool, let poolWatcher else { return nil }
+        let workerName = pinged.knownPoolWorkerName
         var jobs: [(since: MonotonicInstant, job: PoolJobStack)] = []
         for worker in poolWatcher.workersInJobs where workerName.map({ $0 == worker.name }) ?? true {
             guard let m = monitors[ObjectIdentifier(worker.probe)], let since = m.source.busySince else { continue }

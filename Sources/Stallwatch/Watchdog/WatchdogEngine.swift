@@ -182,7 +182,7 @@ final class WatchdogEngine {
     }
 
     /// Whether a cooperative pool's ping is replaced by looks at its workers (see
-    /// ``PingProbe/lookAtPool(_:)``), which need a scan in every round a ping is due.
+    /// ``PingedLoopWatcher/lookAtPool(_:)``), which need a scan in every round a ping is due.
     private var poolIsLookedAt = false
 
     /// Hands an event to its consumers, timing them (see ``deliveryTime``).
@@ -323,13 +323,13 @@ final class WatchdogEngine {
                           summary: inout LoopRoundSummary, next: inout MonotonicInstant) {
         m.steppedInRound = now
         // Before the next ping is posted: the answered one's latency is read exactly once.
-        let lag = m.source.takeLag()
+        let lag = m.takeLag()
         if let metrics, let lag { metrics.recordLag(loop: m.source.name, lag) }
         watchBusyLoop(m, pingLatency: lag, now: now)
         if case .heartbeat(let p) = m.source { reportFeedback(of: p, in: m) }
         let settled = step(m, now: now, stoppedFor: stopped)
         // After the step: a new ping posted before it would hide when the answered one ran.
-        if case .ping(let p) = m.source { postPing(p, now: now, settled: settled, pingDue: pingDue, summary: &summary) }
+        if let p = m.pinged { postPing(p, now: now, settled: settled, pingDue: pingDue, summary: &summary) }
         // Wake exactly when a busy loop becomes suspect (to start sampling: the report needs
         // samples from before the threshold) and when it crosses the threshold.
         m.detector.forEachWakeTime { t in if t > now && t < next { next = t } }
@@ -342,8 +342,8 @@ final class WatchdogEngine {
     }
 
     /// A pinged loop after its step: free at rest, or its next ping or look when one is due.
-    private func postPing(_ p: PingProbe, now: MonotonicInstant, settled: Bool, pingDue: Bool, summary: inout LoopRoundSummary) {
-        if p.watchesCooperativePool && poolIsFree {
+    private func postPing(_ p: PingedLoopWatcher, now: MonotonicInstant, settled: Bool, pingDue: Bool, summary: inout LoopRoundSummary) {
+        if p.probe.watchesCooperativePool && poolIsFree {
             // Every worker waits for work and the pool was given none: free, with no
             // ping and no look due until an enqueue ends the rest.
             p.freeAtRest()
@@ -354,9 +354,9 @@ final class WatchdogEngine {
             summary.anyPing = true
             // The pool's own ping stops while the pool rests: only other loops' keep the
             // rounds going.
-            if !p.watchesCooperativePool { summary.anyOtherPing = true }
+            if !p.probe.watchesCooperativePool { summary.anyOtherPing = true }
             if pingDue && settled {
-                if p.watchesCooperativePool, let poolWatcher, poolWatcher.lastScan == now {
+                if p.probe.watchesCooperativePool, let poolWatcher, poolWatcher.lastScan == now {
                     p.lookAtPool(poolWatcher)
                     loopRest.loopAwake()
                 } else {
