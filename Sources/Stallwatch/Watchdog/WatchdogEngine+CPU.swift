@@ -38,8 +38,11 @@ extension WatchdogEngine {
         }
     }
 
-    /// Each thread's CPU time since the last reading (a thread first seen now has none yet).
+    /// Each thread's CPU time since the last reading. A thread the last reading did not list was
+    /// born since (the roster lists again when the count changes): all its CPU time is the
+    /// window's. At the first reading there is nothing to compare with.
     private func threadCPUDeltas(now: MonotonicInstant) -> [ThreadCPUTime] {
+        let hasBaseline = !lastThreadCPU.isEmpty
         guard (try? cpuRoster.refresh(now: now)) != nil else {
             lastThreadCPU = [:]
             return []
@@ -50,7 +53,7 @@ extension WatchdogEngine {
         for tid in cpuRoster.threads {
             guard let cpu = try? ThreadCPUClock(tid).elapsed() else { continue }
             current[tid.rawValue] = cpu
-            if let before = lastThreadCPU[tid.rawValue] {
+            if let before = lastThreadCPU[tid.rawValue] ?? (hasBaseline ? .zero : nil) {
                 // Named only if the reading makes an event (``namingThreads(of:)``): a name is a
                 // /proc read per thread, and this runs every second while the process is busy
                 // (under wrk, 0.5 ms of the watchdog's CPU a second for 10 threads' names).
