@@ -40,6 +40,23 @@ import Testing
         #expect(!detector.isInStall)
     }
 
+    /// The same, with the batch's end landing just after the stop round's instant: both threads run
+    /// again at SIGCONT, and the loop may end its batch while that round runs. The round cannot
+    /// judge the period whole, but the next one must still leave the stop out (it reported a 3 s
+    /// stall of a 12 ms batch, 1 of 5 stops, in fresh-clone CI runs).
+    @Test func periodThatSpannedAStopAndEndedDuringTheStopRoundIsNoStall() {
+        var detector = StallDetector(configuration: configuration())
+        #expect(detector.evaluate(busySince: nil, now: at(ms: 80), previousRoundAt: nil) == .idle)
+        let ended = (since: at(ms: 95), end: at(ms: 3009))
+        let stopRound = detector.evaluate(busySince: nil, now: at(ms: 3008), previousRoundAt: at(ms: 80),
+                                          stoppedFor: .milliseconds(2900), lastEnded: ended)
+        #expect(stopRound == .idle)
+        let next = detector.evaluate(busySince: at(ms: 3015), now: at(ms: 3030), previousRoundAt: at(ms: 3008),
+                                     stoppedFor: .zero, lastEnded: ended)
+        #expect(next == .busy(elapsed: .milliseconds(15)))
+        #expect(!detector.isInStall)
+    }
+
     /// A round held up past its instant (a slow event handler) sees a period that began and ended
     /// after that instant: not judged then, it is a stall at the next round.
     @Test func periodAfterTheRoundsInstantIsJudgedLater() {

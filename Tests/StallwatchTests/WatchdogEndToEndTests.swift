@@ -175,8 +175,9 @@ struct WatchdogEndToEndTests {
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(child.terminationStatus == 0)
         // A judge that does not see stops reports all five. One of five was misjudged in 3 of 4
-        // fresh-clone CI runs (builds beside the tests), never alone (10 of 10 runs, 6 of them beside
-        // CPU hogs or a build): a race not found yet, counted here rather than hidden.
+        // fresh-clone CI runs (builds beside the tests): the loop ended its batch while the round
+        // that judged the stop ran, and the next round judged that batch without the stop (now
+        // kept for it: StallAfterItEndedTests). One is still allowed: the count is printed.
         let stalls = text.components(separatedBy: "\"event\":\"stall\"").count - 1
         print("stopped process: \(stalls) of 5 stops reported as stalls")
         #expect(stalls <= 1, "reported \(stalls) stalls for a stopped process: \(text)")

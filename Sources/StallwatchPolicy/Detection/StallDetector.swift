@@ -36,6 +36,10 @@ package struct StallDetector: Sendable {
     /// The stamp of the last ended period ``stallThatEnded`` found no stall: its verdict, made with
     /// that round's stopped time, is final.
     private var judgedEndedStamp: MonotonicInstant?
+    /// A stop a round subtracted from an ended period it could not judge whole (the period's end
+    /// came after the round's instant): the round that judges it later, with no stop of its own,
+    /// subtracts it still.
+    private var stopOfUnjudged: (stamp: MonotonicInstant, stopped: Duration)?
     /// The end of the last episode closed, or the instant a suspension was noticed: a period the
     /// probe records that began before it (a pinged loop's tick, whose start is no probe stamp)
     /// was that episode or spanned the stop, and is never a stall of its own.
@@ -202,14 +206,21 @@ package struct StallDetector: Sendable {
             guard current.episode == nil else { return nil }
             if current.probeStamp == ended.since { from = current.measuredFrom }
         }
-        let start = shifted(from, by: shift, now: end)
+        let earlierStop = stopOfUnjudged?.stamp == ended.since ? stopOfUnjudged?.stopped ?? .zero : .zero
+        let start = shifted(from, by: shift + earlierStop, now: end)
         let duration = nonNegative(end - start)
         guard duration > threshold else {
             // Judged once, with this round's stop: the next round, with none, must not find the
             // stopped time in it again (a SIGSTOP mid-period made a 3 s "stall" of a 12 ms batch).
             // Only a period that ended by this round's instant was judged whole: a round held up
-            // (a slow event handler) sees periods that began and ended after its `now`.
-            if ended.end <= now { judgedEndedStamp = ended.since }
+            // (a slow event handler) sees periods that began and ended after its `now`. Nor was one
+            // whose end came during this round (the loop runs again at SIGCONT as the watchdog
+            // does): its stop is kept for the round that judges it.
+            if ended.end <= now {
+                judgedEndedStamp = ended.since
+            } else if shift > .zero {
+                stopOfUnjudged = (ended.since, shift + earlierStop)
+            }
             return nil
         }
         tracked = Tracked(probeStamp: ended.since, measuredFrom: start, episode: StallEpisode(start: start))
