@@ -130,6 +130,23 @@ private final class ErrorLog: Sendable {
         #expect(errors.last?.contains("(HTTP 503: shedding load)") == true, "\(errors)")
     }
 
+    @Test func anAnswerWhoseBodyWasNotReadSaysSo() async throws {
+        let errorEvents = ErrorLog()
+        let watchdog = try watchdog(errorEvents)
+        let sender = ScriptedSender([
+            ProfilePostAnswer(status: 503, retryAfter: "0", bodyUnread: "its body is over 64 KiB"),
+            ProfilePostAnswer(status: 200, bodyUnread: "its body could not be read (connection reset)"),
+        ])
+        let exporter = try OTLPProfileExporter(configuration: configuration(), sender: sender, watchdog: watchdog)
+        exporter.enqueue(report("a"))
+        try await run(exporter) { exporter.statistics.sent == 1 && errorEvents.list.withLock { $0.count } == 2 }
+        let errors = errorEvents.list.withLock { $0 }
+        #expect(errors.count == 2, "\(errors)")
+        #expect(errors.first?.contains("(HTTP 503; its body is over 64 KiB)") == true, "\(errors)")
+        #expect(errors.last?.contains("took 1 profile (HTTP 200), but its body could not be read (connection reset)") == true, "\(errors)")
+        #expect(exporter.statistics.sent == 1 && exporter.statistics.dropped == 0)
+    }
+
     @Test func aRefusedRequestIsDroppedAtOnceAndARetriedOneAfterItsTries() async throws {
         let errorEvents = ErrorLog()
         let watchdog = try watchdog(errorEvents)

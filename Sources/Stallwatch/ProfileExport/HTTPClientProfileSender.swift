@@ -29,16 +29,27 @@ final class HTTPClientProfileSender: ProfileRequestSender {
             let response = try await client.execute(request, timeout: .nanoseconds(nanoseconds))
             // The body (a partial-success message, or an error's) is read whole: the connection
             // returns to the pool only once it is. One past the bound is not read as a message.
-            let answer = try? await response.body.collect(upTo: 64 << 10)
+            var body: [UInt8] = []
+            var unread: String?
+            do {
+                body = Array(try await response.body.collect(upTo: Self.bodyLimit).readableBytesView)
+            } catch is NIOTooManyBytesError {
+                unread = "its body is over \(Self.bodyLimit >> 10) KiB"
+            } catch {
+                unread = "its body could not be read (\(error))"
+            }
             return ProfilePostAnswer(status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
-                                     body: answer.map { Array($0.readableBytesView) } ?? [],
-                                     contentType: response.headers.first(name: "Content-Type"))
+                                     body: body, contentType: response.headers.first(name: "Content-Type"),
+                                     bodyUnread: unread)
         } catch let error as HTTPClientError where error == .deadlineExceeded {
             return ProfilePostAnswer(failure: "no answer within \(timeout)")
         } catch {
             return ProfilePostAnswer(failure: "\(error)")
         }
     }
+
+    /// The most of an answer's body read: OTLP answers are a few bytes to a few hundred.
+    static let bodyLimit = 64 << 10
 
     func shutdown() async {
         try? await client.shutdown()

@@ -218,9 +218,13 @@ public final class OTLPProfileExporter: Service, Sendable {
             let ids = queue.remove(count)
             figures.withLock { $0.sent += count; $0.queuedBytes = queue.queuedBytes }
             if let partial = OTLPAnswerBody.partialSuccess(answer.body) { rejected(partial, of: ids) }
+            if let unread = answer.bodyUnread {
+                report("the receiver took \(count) profile\(count == 1 ? "" : "s") (HTTP \(status)), but \(unread): whether it rejected some of them is not known")
+            }
             return
         }
-        let said = OTLPAnswerBody.failureMessage(answer.body, contentType: answer.contentType).map { ": \($0)" } ?? ""
+        let said = OTLPAnswerBody.failureMessage(answer.body, contentType: answer.contentType).map { ": \($0)" }
+            ?? answer.bodyUnread.map { "; \($0)" } ?? ""
         let reason = (answer.status.map { "HTTP \($0)" } ?? answer.failure ?? "no answer") + said
         figures.withLock { $0.failedRequests += 1 }
         metrics?.recordExportFailure(reason: answer.status.map { "http_\($0)" } ?? "no_answer")

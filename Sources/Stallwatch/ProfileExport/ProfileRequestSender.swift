@@ -24,13 +24,16 @@ package struct ProfilePostAnswer: Sendable, Equatable {
     package var body: [UInt8]
     /// The answer's `Content-Type`.
     package var contentType: String?
+    /// Why the answer's body was not read (over 64 KiB, or its read failed); `nil` when it was.
+    package var bodyUnread: String?
 
     package init(status: Int? = nil, retryAfter: String? = nil, failure: String? = nil,
-                 body: [UInt8] = [], contentType: String? = nil) {
+                 body: [UInt8] = [], contentType: String? = nil, bodyUnread: String? = nil) {
         self.status = status
         self.retryAfter = retryAfter
         self.failure = failure
         self.body = body
         self.contentType = contentType
+        self.bodyUnread = bodyUnread
     }
 }
