@@ -38,30 +38,22 @@ extension WatchdogEngine {
         }
     }
 
-    /// Each thread's CPU time since the last reading. A thread the last reading did not list was
-    /// born since (the roster lists again when the count changes): all its CPU time is the
-    /// window's. At the first reading there is nothing to compare with.
+    /// Each thread's CPU time since the last reading (``ThreadCPUBaseline``): a clock read per
+    /// thread, the listing only when the thread count changed. Names are read only for the threads
+    /// an event names (``namingThreads(of:)``): a /proc read each, every second while the process
+    /// is busy, was 0.5 ms of the watchdog's CPU a second for 10 threads under wrk.
     private func threadCPUDeltas(now: MonotonicInstant) -> [ThreadCPUTime] {
-        let hasBaseline = !lastThreadCPU.isEmpty
         guard (try? cpuRoster.refresh(now: now)) != nil else {
-            lastThreadCPU = [:]
+            threadCPUBaseline.reset()
             return []
         }
-        var current: [Int32: Duration] = [:]
-        current.reserveCapacity(cpuRoster.threads.count)
-        var out: [ThreadCPUTime] = []
+        var times: [(threadID: Int32, cpu: Duration)] = []
+        times.reserveCapacity(cpuRoster.threads.count)
         for tid in cpuRoster.threads {
             guard let cpu = try? ThreadCPUClock(tid).elapsed() else { continue }
-            current[tid.rawValue] = cpu
-            if let before = lastThreadCPU[tid.rawValue] ?? (hasBaseline ? .zero : nil) {
-                // Named only if the reading makes an event (``namingThreads(of:)``): a name is a
-                // /proc read per thread, and this runs every second while the process is busy
-                // (under wrk, 0.5 ms of the watchdog's CPU a second for 10 threads' names).
-                out.append(ThreadCPUTime(threadID: tid.rawValue, name: "", cpuTimeDelta: cpu - before))
-            }
+            times.append((tid.rawValue, cpu))
         }
-        lastThreadCPU = current
-        return out
+        return threadCPUBaseline.take(times)
     }
 
     /// The event with its top threads' names read now (a thread gone since keeps an empty name).

@@ -80,7 +80,7 @@ final class WatchdogEngine {
     /// The process's CPU over the last reading, in cores (``cpuRound(now:)``).
     var lastProcessCPUCores: Double?
     /// Every thread's CPU time at the last reading, and the threads listed for it.
-    var lastThreadCPU: [Int32: Duration] = [:]
+    var threadCPUBaseline = ThreadCPUBaseline()
     let cpuRoster = ThreadRoster()
     /// Facts shared by the reports of one round (see ``RoundFacts``).
     var cachedRoundFacts: RoundFacts?
