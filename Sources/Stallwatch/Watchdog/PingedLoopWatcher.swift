@@ -30,6 +30,8 @@ final class PingedLoopWatcher {
 
     init(probe: PingProbe) {
         self.probe = probe
+        // Answers before this watcher (a probe monitored again) are not this loop's lag now.
+        answersTaken = probe.answeredCount
     }
 
     /// The latency of the ping answered since the last call, or `nil`. One ping is outstanding at a

@@ -47,13 +47,12 @@ extension WatchdogEngine {
             threadCPUBaseline.reset()
             return []
         }
-        var times: [(threadID: Int32, cpu: Duration)] = []
-        times.reserveCapacity(cpuRoster.threads.count)
+        threadCPUTimes.removeAll(keepingCapacity: true)
         for tid in cpuRoster.threads {
             guard let cpu = try? ThreadCPUClock(tid).elapsed() else { continue }
-            times.append((tid.rawValue, cpu))
+            threadCPUTimes.append((tid.rawValue, cpu))
         }
-        return threadCPUBaseline.take(times)
+        return threadCPUBaseline.take(threadCPUTimes)
     }
 
     /// The event with its top threads' names read now (a thread gone since keeps an empty name).

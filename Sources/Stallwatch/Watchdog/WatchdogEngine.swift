@@ -81,6 +81,8 @@ final class WatchdogEngine {
     var lastProcessCPUCores: Double?
     /// Every thread's CPU time at the last reading, and the threads listed for it.
     var threadCPUBaseline = ThreadCPUBaseline()
+    /// The reading's thread clocks, their storage kept from reading to reading.
+    var threadCPUTimes: [(threadID: Int32, cpu: Duration)] = []
     let cpuRoster = ThreadRoster()
     /// Facts shared by the reports of one round (see ``RoundFacts``).
     var cachedRoundFacts: RoundFacts?

@@ -5,6 +5,10 @@
 package struct ThreadCPUBaseline: Sendable, Equatable {
     private var last: [Int32: Duration] = [:]
     private var taken = false
+    // Storage kept from reading to reading: once it held as many threads as the process has, a
+    // reading allocates nothing (the watchdog's idle rounds allocate nothing).
+    private var scratch: [Int32: Duration] = [:]
+    private var out: [ThreadCPUTime] = []
 
     /// An empty baseline: its first reading gives nothing.
     package init() {}
@@ -13,23 +17,22 @@ package struct ThreadCPUBaseline: Sendable, Equatable {
     /// thread's time since the previous reading. A thread the previous reading did not list was
     /// born since, so all of its time falls in the window; a thread gone since is left out.
     package mutating func take(_ times: [(threadID: Int32, cpu: Duration)]) -> [ThreadCPUTime] {
-        var current: [Int32: Duration] = [:]
-        current.reserveCapacity(times.count)
-        var out: [ThreadCPUTime] = []
+        scratch.removeAll(keepingCapacity: true)
+        out.removeAll(keepingCapacity: true)
         for (tid, cpu) in times {
-            current[tid] = cpu
+            scratch[tid] = cpu
             guard taken else { continue }
             // Names are the caller's to read, for the few threads an event names.
             out.append(ThreadCPUTime(threadID: tid, name: "", cpuTimeDelta: max(cpu - (last[tid] ?? .zero), .zero)))
         }
-        last = current
+        swap(&last, &scratch)
         taken = true
         return out
     }
 
     /// Forgets every thread's time (the threads could not be listed): the next reading gives nothing.
     package mutating func reset() {
-        last = [:]
+        last.removeAll(keepingCapacity: true)
         taken = false
     }
 }
