@@ -19,7 +19,7 @@ extension WatchdogEngine {
         guard let cpu = try? ProcessCPUClock().elapsed() else { return }
         // At every reading, busy or not: the reading that first finds the process busy needs each
         // thread's time at the one before (taken only once busy, the first CPU-high event named no
-        // thread). A clock read per thread, the listing only when the thread count changed.
+        // thread). A listing and a clock read per thread, once a second at most.
         let threads = threadCPUDeltas(now: now)
         defer {
             lastProcessCPU = cpu
@@ -39,9 +39,9 @@ extension WatchdogEngine {
     }
 
     /// Each thread's CPU time since the last reading (``ThreadCPUBaseline``): a clock read per
-    /// thread, the listing only when the thread count changed. Names are read only for the threads
-    /// an event names (``namingThreads(of:)``): a /proc read each, every second while the process
-    /// is busy, was 0.5 ms of the watchdog's CPU a second for 10 threads under wrk.
+    /// thread. Names are read only for the threads an event names (``namingThreads(of:)``): a
+    /// /proc read each, every second while the process was busy, was 0.5 ms of the watchdog's CPU
+    /// a second for 10 threads under wrk.
     private func threadCPUDeltas(now: MonotonicInstant) -> [ThreadCPUTime] {
         guard (try? cpuRoster.refresh(now: now)) != nil else {
             threadCPUBaseline.reset()
