@@ -14,6 +14,7 @@ final class Reports: Sendable {
     func append(_ e: WatchdogEvent) { events.withLock { $0.append(e) } }
     var busyLoops: [StallReport] { events.withLock { $0.compactMap { $0.kind == .busyLoop ? $0.report : nil } } }
     var stalls: [StallReport] { events.withLock { $0.compactMap { $0.kind == .stall ? $0.report : nil } } }
+    var endedCount: Int { events.withLock { $0.filter { $0.kind == .stallEnded }.count } }
 }
 
 /// Tells the loop's self-rescheduling work to stop.
