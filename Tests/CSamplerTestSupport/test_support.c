@@ -421,6 +421,17 @@ int sw_test_pin_self(int cpu, int idle_policy) {
     return 0;
 }
 
+int sw_test_release_self(void) {
+    struct sched_param param = {0};
+    if (sched_setscheduler(0, SCHED_OTHER, &param) != 0) return -errno;
+    // The process's first thread was never pinned: its mask is what this thread may use.
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(getpid(), sizeof set, &set) != 0) return -errno;
+    if (sched_setaffinity(0, sizeof set, &set) != 0) return -errno;
+    return 0;
+}
+
 int sw_test_loop_epoll(int *eventfd_out) {
     int epfd = epoll_create1(EPOLL_CLOEXEC);
     if (epfd < 0) return -errno;

@@ -40,7 +40,21 @@ struct StarvedStallReportTests {
             pinned.withLock { $0.append(rc) }
             probe.busy()
             let start = MonotonicClock.now()
-            while (MonotonicClock.now() - start).clampedNanoseconds < stallNanoseconds {}
+            // Once the hog stops, the thread leaves SCHED_IDLE and its pin, and spins on until it has
+            // had 200 ms of CPU: on a loaded machine (CI builds beside the tests) an idle-policy thread
+            // pinned to one CPU got 6.5 ms in 1.8 s, and its ring never fired.
+            var releasedAtCPU: Int64?
+            while true {
+                let cpu = Self.threadCPUNanoseconds()
+                if releasedAtCPU == nil, !hogging.load(ordering: .acquiring) {
+                    let rc = sw_test_release_self()
+                    pinned.withLock { $0.append(rc) }
+                    releasedAtCPU = cpu
+                }
+                let wall = (MonotonicClock.now() - start).clampedNanoseconds
+                if wall >= stallNanoseconds, let released = releasedAtCPU, cpu - released >= 200_000_000 { break }
+                if wall >= stallNanoseconds + 8_000_000_000 { break }  // the join below waits 10 s
+            }
             probe.idle()
         }
         usleep(UInt32(starvedFor.clampedNanoseconds / 1000))
@@ -50,6 +64,12 @@ struct StarvedStallReportTests {
         _ = eventually(timeout: .seconds(3)) { !log.ended.isEmpty }
         watchdog.stop()
         return (log.stalls.first, storedReports(directory).filter { $0.kind == .stall }, pinned.withLock { $0 })
+    }
+
+    static func threadCPUNanoseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 
     @Test("comes without waiting for a capture, says the thread waits for a CPU, and the stack follows")

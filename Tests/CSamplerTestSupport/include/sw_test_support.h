@@ -73,6 +73,8 @@ void sw_test_restore_enqueue_hook(void *hook);
 /// a normal thread's 1024): a normal thread spinning on that CPU leaves it almost no time.
 /// 0, or -errno.
 int sw_test_pin_self(int cpu, int idle_policy);
+/// Undoes `sw_test_pin_self`: SCHED_OTHER again, and the CPUs of the process's first thread. 0, or -errno.
+int sw_test_release_self(void);
 
 /// An event loop's epoll descriptor as SwiftNIO makes it: an eventfd registered edge-triggered.
 /// Returns the epoll descriptor and writes the eventfd to `*eventfd_out`, or -errno.
