@@ -138,6 +138,28 @@ struct PoolLookTests {
         #expect(watcher.waitsForWork(tid) == true, "back in its wait for work after the block")
     }
 
+    @Test("a pool whose threads cannot be listed is said once in an error note, and again after a listing succeeded")
+    func unlistedPoolIsSaid() throws {
+        let failing = Atomic<Bool>(true)
+        let roster = ThreadRoster(maximumAge: .zero) { (threads: inout [ThreadID]) throws(ThreadError) in
+            if failing.load(ordering: .relaxed) { throw ThreadError.system(operation: "listing /proc/self/task", errno: EMFILE) }
+            try ThreadList.current(into: &threads)
+        }
+        let watcher = PoolJobWatcher(sampler: try StackSampler(), symbolizer: .shared, roster: roster)
+        try #require(watcher.isAvailable)
+        _ = watcher.scan(now: MonotonicClock.now())
+        _ = watcher.scan(now: MonotonicClock.now())
+        let notes = watcher.takeUnwatchedNotes()
+        #expect(notes.count == 1, "\(notes)")
+        #expect(notes.first?.hasPrefix("pool workers cannot be listed (listing /proc/self/task failed:") == true, "\(notes)")
+        failing.store(false, ordering: .relaxed)
+        _ = watcher.scan(now: MonotonicClock.now())
+        #expect(watcher.takeUnwatchedNotes().allSatisfy { !$0.hasPrefix("pool workers cannot be listed") })
+        failing.store(true, ordering: .relaxed)
+        _ = watcher.scan(now: MonotonicClock.now())
+        #expect(watcher.takeUnwatchedNotes().filter { $0.hasPrefix("pool workers cannot be listed") }.count == 1)
+    }
+
     @Test("a busy thread started from async code, named like a worker by inheritance, is not watched as one")
     func inheritedWorkerName() async throws {
         let watcher = PoolJobWatcher(sampler: try StackSampler(), symbolizer: .shared)

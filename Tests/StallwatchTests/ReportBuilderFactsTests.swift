@@ -76,4 +76,22 @@ struct ReportBuilderFactsTests {
             now: MonotonicInstant(nanoseconds: 40_000_000_000), cores: 2, threadCount: 31)
         #expect(cpu.kind == .cpuSustained && cpu.threadCount == 31 && cpu.durationIsFinal)
     }
+
+    @Test("a CPU-high report that names no thread, or only some, says why")
+    func cpuReportSaysWhyThreadsAreMissing() {
+        let start = MonotonicInstant(nanoseconds: 7_000_000_000)
+        let unnamed = builder.cpuReport(id: "cpu-1", event: .processCPUHigh(usage: 1.5, topThreads: []), windowStart: start,
+                                        wall: .seconds(1), now: start + .seconds(1), cores: 2, threadCount: 4,
+                                        threadsUnread: "its threads could not be listed (listing failed)")
+        #expect(unnamed.cause?.evidence == "process CPU 150 % of one core on 2 cores; no thread named: its threads could not be listed (listing failed)")
+        let top = [ThreadCPUShare(threadID: 999_903, name: "", fraction: 0.9)]
+        let some = builder.cpuReport(id: "cpu-2", event: .processCPUHigh(usage: 1.5, topThreads: top), windowStart: start,
+                                     wall: .seconds(1), now: start + .seconds(1), cores: 2, threadCount: 4,
+                                     threadsUnread: "1 of its top threads exited before they were named")
+        #expect(some.cause?.evidence.hasSuffix("; threads named in part: 1 of its top threads exited before they were named") == true)
+        #expect(some.threadCPU.map(\.thread.id) == [999_903])
+        let whole = builder.cpuReport(id: "cpu-3", event: .processCPUHigh(usage: 1.5, topThreads: top), windowStart: start,
+                                      wall: .seconds(1), now: start + .seconds(1), cores: 2, threadCount: 4)
+        #expect(whole.cause?.evidence == "process CPU 150 % of one core on 2 cores")
+    }
 }

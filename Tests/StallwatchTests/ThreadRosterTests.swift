@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import StallwatchReport
 import Testing
 @testable import Stallwatch
@@ -28,5 +29,21 @@ struct ThreadRosterTests {
         #expect(!roster.threads.contains(tid))
         #expect(try roster.refresh(now: t0 + .seconds(61)), "older than its maximum age: listed again")
         #expect(roster.listedAt == t0 + .seconds(61))
+    }
+
+    @Test("a listing that fails is thrown and kept as the roster's last error, until one succeeds")
+    func failedListingIsKept() throws {
+        let failing = Atomic<Bool>(true)
+        let roster = ThreadRoster(maximumAge: .zero) { (threads: inout [ThreadID]) throws(ThreadError) in
+            if failing.load(ordering: .relaxed) { throw ThreadError.system(operation: "listing a test directory", errno: EMFILE) }
+            threads = [ThreadID.current]
+        }
+        let t0 = MonotonicClock.now()
+        #expect(throws: ThreadError.system(operation: "listing a test directory", errno: EMFILE)) { try roster.refresh(now: t0) }
+        #expect(roster.lastError == .system(operation: "listing a test directory", errno: EMFILE))
+        #expect(roster.listedAt == nil && roster.threads.isEmpty)
+        failing.store(false, ordering: .relaxed)
+        #expect(try roster.refresh(now: t0 + .milliseconds(1)))
+        #expect(roster.lastError == nil && roster.threads == [ThreadID.current])
     }
 }

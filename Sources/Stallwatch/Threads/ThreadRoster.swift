@@ -19,12 +19,29 @@ package final class ThreadRoster {
     package private(set) var listedAt: MonotonicInstant?
     /// The longest a listing is kept while the thread count stays the same.
     package let maximumAge: Duration
+    /// Why the last refresh could not list the threads (`nil` once one could): its users say it
+    /// in a report or an `error` event rather than watching a list that stopped changing.
+    package private(set) var lastError: ThreadError?
     private var listedCount = -1
-    private let directory = TaskDirectory()
+    private let directory: TaskDirectory
+    private let list: Lister
 
-    /// A roster that lists again at least every `maximumAge`.
-    package init(maximumAge: Duration = .milliseconds(500)) {
+    /// Fills its argument with the process's thread ids.
+    package typealias Lister = (inout [ThreadID]) throws(ThreadError) -> Void
+
+    /// A roster that lists again at least every `maximumAge`, by `list` (tests give one that
+    /// fails); `/proc/self/task` through one descriptor kept open when it is `nil`.
+    package init(maximumAge: Duration = .milliseconds(500), list: Lister? = nil) {
         self.maximumAge = maximumAge
+        let directory = TaskDirectory()
+        self.directory = directory
+        if let list {
+            self.list = list
+        } else {
+            self.list = { (threads: inout [ThreadID]) throws(ThreadError) in
+                try ThreadList.current(into: &threads, directory: directory.descriptor)
+            }
+        }
     }
 
     /// Brings ``threads`` up to date; returns whether the directory was listed again.
@@ -35,7 +52,13 @@ package final class ThreadRoster {
         if let count, count == listedCount, let at = listedAt, now - at < maximumAge { return false }
         // The count is read first: a thread born or gone during the listing makes the next count
         // differ, and the list is read again then.
-        try ThreadList.current(into: &threads, directory: directory.descriptor)
+        do {
+            try list(&threads)
+        } catch {
+            lastError = error
+            throw error
+        }
+        lastError = nil
         listedAt = now
         listedCount = count ?? -1
         return true

@@ -149,7 +149,9 @@ final class PoolJobWatcher {
     /// When the last rest of the pool ended (``rested(until:)``).
     private var restedUntil: MonotonicInstant?
     /// The thread listing, read again only when the thread count changed or it is half a second old.
-    private let roster = ThreadRoster()
+    private let roster: ThreadRoster
+    /// Whether the current run of failed listings was said (once per run, not once per scan).
+    private var listingFailureSaid = false
 
     /// How long a running thread may go with no scan concluding anything of it (in which job it
     /// is, or that it is in none) before a scan that finds it running signals it whatever its CPU
@@ -166,7 +168,8 @@ final class PoolJobWatcher {
     private var unwatchedNotes: [String] = []
 
     init(sampler: StackSampler, symbolizer: Symbolizer, inconclusiveSignalAfter: Duration = .milliseconds(500),
-         unwatchedAfter: Duration = .milliseconds(500)) {
+         unwatchedAfter: Duration = .milliseconds(500), roster: ThreadRoster = ThreadRoster()) {
+        self.roster = roster
         self.sampler = sampler
         self.symbolizer = symbolizer
         self.frames = SwiftJobFrames()
@@ -174,7 +177,8 @@ final class PoolJobWatcher {
         self.unwatchedAfter = unwatchedAfter
     }
 
-    /// The workers found unwatchable since the last call, each said once per stretch away.
+    /// The workers found unwatchable since the last call, each said once per stretch away, and
+    /// a listing of the process's threads that failed, once until one succeeds.
     func takeUnwatchedNotes() -> [String] {
         defer { unwatchedNotes.removeAll() }
         return unwatchedNotes
@@ -232,7 +236,18 @@ final class PoolJobWatcher {
         lastScanFoundQuiet = false
         // A thread first listed now was born after the previous listing.
         let previousListing = roster.listedAt
-        guard let frames, let listed = try? roster.refresh(now: now) else { return false }
+        guard let frames else { return false }
+        let listed: Bool
+        do {
+            listed = try roster.refresh(now: now)
+            listingFailureSaid = false
+        } catch {
+            if !listingFailureSaid {
+                unwatchedNotes.append("pool workers cannot be listed (\(error)): no pool job is watched until they can be")
+                listingFailureSaid = true
+            }
+            return false
+        }
         if listed { PoolScanCost.procReadCount.add(1, ordering: .relaxed) }
         var quiet = true
         scans += 1

@@ -283,12 +283,14 @@ struct ReportBuilder {
 
     /// A CPU policy event: process CPU high now, or high for long.
     func cpuReport(id: String, event: CPUEvent, windowStart: MonotonicInstant, wall: Duration, now: MonotonicInstant,
-                   cores: Int, threadCount: Int) -> StallReport {
+                   cores: Int, threadCount: Int, threadsUnread: String? = nil) -> StallReport {
         switch event {
         case .processCPUHigh(let usage, let top):
+            // A CPU-high report that names fewer threads than it could says why.
+            let gap = threadsUnread.map { "; \(top.isEmpty ? "no thread named" : "threads named in part"): \($0)" } ?? ""
             return StallReport(
                 kind: .cpuHigh, id: id,
-                cause: StallCause(kind: .cpuUsage, evidence: "process CPU \(Int(usage * 100)) % of one core on \(cores) cores"),
+                cause: StallCause(kind: .cpuUsage, evidence: "process CPU \(Int(usage * 100)) % of one core on \(cores) cores\(gap)"),
                 startTimeUnixNanoseconds: MonotonicClock.unixNanoseconds(ofMonotonic: windowStart),
                 duration: wall, durationIsFinal: true, threadCount: threadCount,
                 threadCPU: top.map { ThreadCPUUsage(thread: ThreadIdentity(id: $0.threadID, name: $0.name),

@@ -33,8 +33,10 @@ extension WatchdogEngine {
         let assessment = cpuPolicy.ingest(CPUReading(processCPUTimeDelta: processDelta, wallDelta: wall,
                                                      cores: cores, threads: threads))
         for event in assessment.events {
-            deliver(builder.cpuReport(id: nextReportID(), event: Self.namingThreads(of: event), windowStart: at, wall: wall, now: now, cores: cores,
-                                      threadCount: gatherer.threadCount()))
+            let (named, unnamed) = Self.namingThreads(of: event)
+            let gap = threadCPUUnread ?? (unnamed > 0 ? "\(unnamed) of its top threads exited before they were named" : nil)
+            deliver(builder.cpuReport(id: nextReportID(), event: named, windowStart: at, wall: wall, now: now, cores: cores,
+                                      threadCount: gatherer.threadCount(), threadsUnread: gap))
         }
     }
 
@@ -43,8 +45,11 @@ extension WatchdogEngine {
     /// /proc read each, every second while the process was busy, was 0.5 ms of the watchdog's CPU
     /// a second for 10 threads under wrk.
     private func threadCPUDeltas(now: MonotonicInstant) -> [ThreadCPUTime] {
-        guard (try? cpuRoster.refresh(now: now)) != nil else {
+        do {
+            try cpuRoster.refresh(now: now)
+        } catch {
             threadCPUBaseline.reset()
+            threadCPUUnread = "its threads could not be listed (\(error))"
             return []
         }
         threadCPUTimes.removeAll(keepingCapacity: true)
@@ -52,13 +57,25 @@ extension WatchdogEngine {
             guard let cpu = try? ThreadCPUClock(tid).elapsed() else { continue }
             threadCPUTimes.append((tid.rawValue, cpu))
         }
-        return threadCPUBaseline.take(threadCPUTimes)
+        let deltas = threadCPUBaseline.take(threadCPUTimes)
+        // The first reading after a failed listing only re-bases: its gap stays said until then.
+        if !deltas.isEmpty { threadCPUUnread = nil }
+        return deltas
     }
 
-    /// The event with its top threads' names read now (a thread gone since keeps an empty name).
-    private static func namingThreads(of event: CPUEvent) -> CPUEvent {
-        guard case .processCPUHigh(let usage, var top) = event else { return event }
-        for i in top.indices { top[i].name = (try? ThreadInfo.read(ThreadID(rawValue: top[i].threadID)).name) ?? "" }
-        return .processCPUHigh(usage: usage, topThreads: top)
+    /// The event with its top threads' names read now, and how many had exited by then (each
+    /// keeps an empty name).
+    private static func namingThreads(of event: CPUEvent) -> (CPUEvent, unnamed: Int) {
+        guard case .processCPUHigh(let usage, var top) = event else { return (event, 0) }
+        var unnamed = 0
+        for i in top.indices {
+            if let name = try? ThreadInfo.read(ThreadID(rawValue: top[i].threadID)).name {
+                top[i].name = name
+            } else {
+                top[i].name = ""
+                unnamed += 1
+            }
+        }
+        return (.processCPUHigh(usage: usage, topThreads: top), unnamed)
     }
 }

@@ -84,6 +84,9 @@ final class WatchdogEngine {
     /// The reading's thread clocks, their storage kept from reading to reading.
     var threadCPUTimes: [(threadID: Int32, cpu: Duration)] = []
     let cpuRoster = ThreadRoster()
+    /// Why the last per-thread reading gave no thread (its listing failed, or it was the reading
+    /// after such a failure, which only re-bases): said by a CPU-high report that names none.
+    var threadCPUUnread: String?
     /// Facts shared by the reports of one round (see ``RoundFacts``).
     var cachedRoundFacts: RoundFacts?
     /// The threads listed for ``RoundFacts``: storage kept for the next report's listing, as large
