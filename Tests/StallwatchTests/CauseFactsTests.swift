@@ -55,6 +55,20 @@ import Testing
         """
         #expect(ThreadStorageIO.parse(ArraySlice(text.utf8)) == 10_952_704)
         #expect(ThreadStorageIO.parse(ArraySlice("rchar: 1\nwchar: 1\n".utf8)) == nil)
+        // Only a line that starts with the key counts: `cancelled_write_bytes` is not `write_bytes`.
+        #expect(ThreadStorageIO.parse(ArraySlice("read_bytes: 7\ncancelled_write_bytes: 9\n".utf8)) == nil)
+        #expect(ThreadStorageIO.parse(ArraySlice("cancelled_write_bytes: 9\nread_bytes: 7\nwrite_bytes: 2".utf8)) == 9)
+    }
+
+    @Test("a /proc field is read without allocating: digits to the line's end, or nothing")
+    func procFieldText() {
+        #expect(ProcFieldText.unsigned(after: "a: ", in: Array("b: 1\na: 42\n".utf8)) == 42)
+        #expect(ProcFieldText.unsigned(after: "a: ", in: Array("ba: 1\n".utf8)) == nil, "not at a line's start")
+        #expect(ProcFieldText.unsigned(after: "a: ", in: Array("a: 4x\n".utf8)) == nil, "not a number")
+        #expect(ProcFieldText.unsigned(after: "a: ", in: Array("a: \n".utf8)) == nil, "no digits")
+        #expect(ProcFieldText.unsigned(after: "a: ", in: Array("a: 18446744073709551615".utf8)) == UInt64.max)
+        #expect(ProcFieldText.unsigned(after: "a: ", in: Array("a: 18446744073709551616".utf8)) == nil, "does not fit")
+        #expect(ProcFieldText.unsigned(after: "a: ", in: Array("a".utf8)) == nil, "the key cut short")
     }
 
     /// A thread that does not exist: the reason names the file and the error.

@@ -14,30 +14,50 @@ import StallwatchPolicy
 enum MachineRunnable {
     static let path = "/proc/loadavg"
 
+    /// Where the count comes from, in the evidence (one string, not one per read).
+    static let source = "\(path) at the stall's last check"
+
     /// The count, less the watchdog thread reading it (it is on a CPU as it reads, but sleeps
     /// through nearly all of a stall), or why it could not be read, in words for the evidence.
+    /// Read every round of a stall: nothing is allocated unless it fails.
     static func read() -> Result<MachineRunnableCount, MachineRunnableUnread> {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return .failure(MachineRunnableUnread("opening \(path): errno \(errno)")) }
         defer { close(fd) }
         // "0.52 0.58 0.59 3/1234 5678\n": well under 128 bytes.
-        var bytes = [UInt8](repeating: 0, count: 128)
-        let n = bytes.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
-        guard n > 0 else { return .failure(MachineRunnableUnread("reading \(path): \(n < 0 ? "errno \(errno)" : "empty")")) }
-        guard let running = parse(bytes[..<n]) else {
-            return .failure(MachineRunnableUnread("\(path) has no running/total field"))
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 128) { bytes in
+            let n = systemRead(fd, bytes.baseAddress, bytes.count)
+            guard n > 0 else { return .failure(MachineRunnableUnread("reading \(path): \(n < 0 ? "errno \(errno)" : "empty")")) }
+            guard let running = parse(UnsafeBufferPointer(rebasing: bytes[..<n])) else {
+                return .failure(MachineRunnableUnread("\(path) has no running/total field"))
+            }
+            return .success(MachineRunnableCount(count: max(running - 1, 0), source: source))
         }
-        return .success(MachineRunnableCount(count: max(running - 1, 0), source: "\(path) at the stall's last check"))
     }
 
     /// The `running` of the fourth whitespace-separated field `running/total`.
-    static func parse(_ text: ArraySlice<UInt8>) -> Int? {
-        let fields = text.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") })
-        guard fields.count >= 4 else { return nil }
-        let pair = fields[3].split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        guard pair.count == 2, !pair[0].isEmpty, pair[0].allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-              let value = Int(String(decoding: pair[0], as: UTF8.self)) else { return nil }
-        return value
+    static func parse<Text: Collection<UInt8>>(_ text: Text) -> Int? {
+        var field = 0
+        var inField = false
+        var value = 0
+        var digits = 0
+        for byte in text {
+            if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\n") {
+                if inField { field += 1 }
+                inField = false
+                continue
+            }
+            inField = true
+            guard field == 3 else { continue }
+            // The fourth field: digits up to the slash.
+            if byte == UInt8(ascii: "/") {
+                return digits > 0 ? value : nil
+            }
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), digits < 18 else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            digits += 1
+        }
+        return nil
     }
 }
 
