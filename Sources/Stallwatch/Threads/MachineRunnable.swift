@@ -13,6 +13,8 @@ import StallwatchPolicy
 /// among these; the count is what that share is taken from.
 enum MachineRunnable {
     static let path = "/proc/loadavg"
+    /// The same, as C wants it: a String passed to `open` is copied into a new array each call.
+    private static let pathBytes = Array(path.utf8CString)
 
     /// Where the count comes from, in the evidence (one string, not one per read).
     static let source = "\(path) at the stall's last check"
@@ -21,7 +23,7 @@ enum MachineRunnable {
     /// through nearly all of a stall), or why it could not be read, in words for the evidence.
     /// Read every round of a stall: nothing is allocated unless it fails.
     static func read() -> Result<MachineRunnableCount, MachineRunnableUnread> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(pathBytes, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return .failure(MachineRunnableUnread("opening \(path): errno \(errno)")) }
         defer { close(fd) }
         // "0.52 0.58 0.59 3/1234 5678\n": well under 128 bytes.
