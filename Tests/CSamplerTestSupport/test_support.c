@@ -458,6 +458,16 @@ void sw_test_loop_kick(int eventfd) {
     (void)n;
 }
 
+int sw_test_loop_sleep(int epfd, int eventfd) {
+    struct epoll_event ev;
+    int n = epoll_wait(epfd, &ev, 1, -1);
+    if (n < 0) return -errno;
+    uint64_t value;
+    ssize_t got = read(eventfd, &value, sizeof value);
+    (void)got;
+    return n;
+}
+
 int sw_test_loop_take_events(int epfd, int eventfd) {
     struct epoll_event ev;
     int n = epoll_wait(epfd, &ev, 1, 0);

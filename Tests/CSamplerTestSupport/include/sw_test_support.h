@@ -84,5 +84,8 @@ void sw_test_loop_kick(int eventfd);
 /// What the loop's thread does when woken: takes its ready events (returns how many) and reads
 /// its eventfd.
 int sw_test_loop_take_events(int epfd, int eventfd);
+/// A loop's thread at rest: blocks in `epoll_wait` until an event comes, then takes it and reads
+/// its eventfd. Returns the events taken, or -errno.
+int sw_test_loop_sleep(int epfd, int eventfd);
 
 #endif

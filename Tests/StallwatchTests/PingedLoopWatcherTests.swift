@@ -1,0 +1,151 @@
+import CSamplerTestSupport
+import Glibc
+import Synchronization
+import Testing
+@testable import Stallwatch
+
+/// ``PingedLoopWatcher`` on its own, driven from the test the way the watchdog drives it: its pings'
+/// lag, its looks at a loop that reports its ticks (busy, ticking, asleep in `epoll_wait`), and
+/// where it dates the start of a ping that waits.
+@Suite("Pinged loop watcher", .serialized)
+struct PingedLoopWatcherTests {
+    /// Pings that wait until the test runs them.
+    final class HeldJobs: Sendable {
+        private let jobs = Mutex<[@Sendable () -> Void]>([])
+        func post(_ job: @escaping @Sendable () -> Void) { jobs.withLock { $0.append(job) } }
+        var isEmpty: Bool { jobs.withLock { $0.isEmpty } }
+        func runAll() {
+            for job in jobs.withLock({ held in defer { held.removeAll() }; return held }) { job() }
+        }
+    }
+
+    /// A probe whose pings wait in the returned jobs until the test runs them.
+    private static func heldProbe(_ name: String) -> (PingProbe, HeldJobs) {
+        let jobs = HeldJobs()
+        let probe = PingProbe(name: name) { jobs.post($0) }
+        return (probe, jobs)
+    }
+
+    @Test("a ping answered before the watcher is not its lag; each later answer is taken once")
+    func lagIsEachAnswerOnce() {
+        let (probe, jobs) = Self.heldProbe("held")
+        probe.pingIfIdle()
+        usleep(3_000)
+        jobs.runAll()
+        let watcher = PingedLoopWatcher(probe: probe)
+        #expect(watcher.takeAnsweredLatency() == nil, "the answer came before this watcher")
+        probe.pingIfIdle()
+        usleep(5_000)
+        jobs.runAll()
+        let lag = watcher.takeAnsweredLatency()
+        #expect(lag.map { $0 >= .milliseconds(5) && $0 < .seconds(2) } == true, "\(String(describing: lag))")
+        #expect(watcher.takeAnsweredLatency() == nil, "taken once")
+    }
+
+    @Test("a loop that reports its ticks: its longest tick since the last take is its lag, with no ping")
+    func tickIsLag() {
+        let (probe, jobs) = Self.heldProbe("ticking")
+        let watcher = PingedLoopWatcher(probe: probe)
+        let start = MonotonicClock.nowNanoseconds()
+        probe.recordTick(startNanoseconds: start, endNanoseconds: start + 3_000_000)
+        probe.recordTick(startNanoseconds: start + 3_000_000, endNanoseconds: start + 4_000_000)
+        #expect(watcher.takeAnsweredLatency() == .milliseconds(3))
+        #expect(watcher.takeAnsweredLatency() == nil)
+        // Looked at, not pinged: a tick ended since the last look means the loop is free.
+        watcher.lookOrPing()
+        #expect(probe.postedNanoseconds == 0 && jobs.isEmpty)
+        #expect(probe.counters.pings.load(ordering: .relaxed) == 0)
+    }
+
+    @Test("a looked-at loop busy between ticks: an outstanding look, answered by its next tick's end")
+    func busyBetweenTicksIsALook() throws {
+        let (probe, jobs) = Self.heldProbe("busy")
+        let watcher = PingedLoopWatcher(probe: probe)
+        let tickAgain = Atomic<Bool>(false)
+        let loop = TestThread(name: "sw-busy-loop") { t in
+            let start = MonotonicClock.nowNanoseconds()
+            probe.recordTick(startNanoseconds: start, endNanoseconds: MonotonicClock.nowNanoseconds())
+            // Busy on the CPU, in no tick the loop has reported yet.
+            let busyFrom = MonotonicClock.nowNanoseconds()
+            while !tickAgain.load(ordering: .acquiring), !t.shouldStop {}
+            probe.recordTick(startNanoseconds: busyFrom, endNanoseconds: MonotonicClock.nowNanoseconds())
+        }
+        defer { loop.stopAndJoin() }
+        #expect(eventually(timeout: .seconds(2)) { probe.lastTickEndNanoseconds != 0 })
+        watcher.lookOrPing()  // the first tick ended since the last look: free
+        #expect(probe.postedNanoseconds == 0)
+        // The thread spins now: the next look finds it running, with no tick ended since.
+        var looked = false
+        for _ in 0..<500 where !looked {
+            usleep(2_000)
+            watcher.lookOrPing()
+            looked = probe.postedNanoseconds != 0
+        }
+        #expect(looked && probe.outstandingLook, "no look found the spinning loop busy")
+        #expect(jobs.isEmpty, "a look posts nothing")
+        let posted = probe.postedNanoseconds
+        #expect(watcher.estimatedStart(posted: MonotonicInstant(nanoseconds: posted), pingPeriod: .milliseconds(40))
+            <= MonotonicInstant(nanoseconds: posted))
+        tickAgain.store(true, ordering: .releasing)
+        #expect(eventually(timeout: .seconds(2)) { probe.postedNanoseconds == 0 }, "the next tick's end answers the look")
+        #expect(watcher.takeAnsweredLatency() != nil)
+    }
+
+    @Test("a looked-at loop asleep in epoll_wait: free, and its descriptor is the one to rest on")
+    func asleepInEpollWait() throws {
+        let (probe, _) = Self.heldProbe("asleep")
+        let watcher = PingedLoopWatcher(probe: probe)
+        var eventfd: Int32 = -1
+        let epfd = sw_test_loop_epoll(&eventfd)
+        try #require(epfd >= 0, "\(epfd)")
+        let efd = eventfd
+        defer { close(epfd); close(efd) }
+        let loop = TestThread(name: "sw-epoll-loop") { t in
+            let now = MonotonicClock.nowNanoseconds()
+            probe.recordTick(startNanoseconds: now, endNanoseconds: now)
+            while !t.shouldStop { _ = sw_test_loop_sleep(epfd, efd) }
+        }
+        defer {
+            loop.stop.store(true, ordering: .releasing)
+            sw_test_loop_kick(efd)
+            loop.stopAndJoin()
+        }
+        #expect(eventually(timeout: .seconds(2)) { probe.lastTickEndNanoseconds != 0 })
+        watcher.lookOrPing()  // the tick ended since the last look
+        #expect(watcher.asleepEpollFD == nil, "a look that saw a tick end did not see the thread")
+        var asleep: Int32?
+        for _ in 0..<500 where asleep == nil {
+            usleep(2_000)
+            watcher.lookOrPing()
+            asleep = watcher.asleepEpollFD
+        }
+        #expect(probe.postedNanoseconds == 0, "asleep is free: no look outstanding")
+        #expect(asleep == epfd, "the look names the loop's epoll descriptor: \(String(describing: asleep)) against \(epfd)")
+        #expect(watcher.stillAsleep())
+        watcher.beginRest()
+        #expect(watcher.isResting)
+        let woken = MonotonicClock.nowNanoseconds()
+        watcher.endRest(wokenAt: woken)
+        #expect(!watcher.isResting)
+        // Free until it was woken: a ping posted 10 ms on is dated from the wake, at the midpoint.
+        let posted = MonotonicInstant(nanoseconds: woken + 10_000_000)
+        #expect(watcher.estimatedStart(posted: posted, pingPeriod: .milliseconds(40)) == posted - .milliseconds(5))
+    }
+
+    @Test("a waiting ping is dated at the midpoint since the loop was last free, at most half a period back")
+    func estimatedStartIsTheMidpoint() {
+        let (probe, jobs) = Self.heldProbe("dated")
+        let watcher = PingedLoopWatcher(probe: probe)
+        let now = MonotonicClock.now()
+        #expect(watcher.estimatedStart(posted: now, pingPeriod: .milliseconds(40)) == now, "never answered: the post itself")
+        probe.pingIfIdle()
+        jobs.runAll()
+        let answered = MonotonicInstant(nanoseconds: probe.answeredAtNanoseconds)
+        #expect(watcher.estimatedStart(posted: answered + .milliseconds(10), pingPeriod: .milliseconds(40))
+            == answered + .milliseconds(5))
+        #expect(watcher.estimatedStart(posted: answered + .milliseconds(100), pingPeriod: .milliseconds(40))
+            == answered + .milliseconds(80), "a gap longer than a period counts as one period")
+        #expect(watcher.estimatedStart(posted: answered, pingPeriod: .milliseconds(40)) == answered,
+                "posted no later than the answer: the post")
+    }
+}
