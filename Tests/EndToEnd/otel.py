@@ -121,6 +121,17 @@ def check_pprof_tops(cli, report_dir, store):
                   not problems and agreed > 0, "; ".join(problems[:3]))
 
 
+def export_error_line(line):
+    """Whether a server's output line is an `error` event about a profile export."""
+    if not line.startswith("{"):
+        return False
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return False
+    return event.get("event") == "error" and "profile" in event.get("message", "")
+
+
 def faults(binary):
     """The exporter against a slow, load-shedding, then absent receiver."""
     check = servers.check
@@ -139,8 +150,10 @@ def faults(binary):
                 continue
             rss = [servers.resident_kib(server.proc.pid)]
             answered = 0
+            first_answered = None
             for i, kind in enumerate(["cpu", "zlib", "cpu", "pbkdf2"]):
                 status, _ = server.fetch(f"/inject/{kind}?ms={STALL_MS}", timeout=30)
+                first_answered = first_answered or time.monotonic()
                 answered += status == 200
                 answered += server.get("/metrics") == 200
                 time.sleep(0.5)
@@ -168,6 +181,17 @@ def faults(binary):
               f"neither: {sorted(reports - arrived - dropped)}")
         if phase == "down":
             check("otel faults (down): nothing arrived", not arrived, str(arrived))
+            check("otel faults (down): the error events say the connection was refused",
+                  any("refused" in m.lower() for m in export_errors), str(export_errors[:4]))
+            # A refused connection fails a try at once: the first stall's export error comes well
+            # within the 5 s timeout of its request's answer (1.0 s here; 6.0 s with the HTTP
+            # client's own connection retries, when one try fitted in this phase).
+            failed_at = next((t for t, line in zip(server.line_times, server.lines) if export_error_line(line)), None)
+            after = None if failed_at is None or first_answered is None else failed_at - first_answered
+            print(f"otel faults (down): the first export error came {after if after is None else round(after, 2)} s "
+                  f"after the first stalled request's answer", flush=True)
+            check("otel faults (down): the first try fails at once, not after the timeout",
+                  after is not None and after < 3.5, f"{after if after is None else round(after, 2)} s after the answer")
         else:
             check("otel faults (slow and shedding): every stall arrived in the end", reports <= arrived,
                   f"missing {sorted(reports - arrived)}; faults {receiver.store.faults}")

@@ -50,6 +50,8 @@ class Server:
                    **(extra_env or {}))
         self.proc = subprocess.Popen([binary], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines = []
+        # When each line arrived (time.monotonic()), index for index with `lines`.
+        self.line_times = []
         self.port = None
         self.ready = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
@@ -57,6 +59,7 @@ class Server:
     def _read(self):
         for line in self.proc.stdout:
             line = line.rstrip("\n")
+            self.line_times.append(time.monotonic())
             self.lines.append(line)
             if line.startswith("listening on 127.0.0.1:"):
                 self.port = int(line.rsplit(":", 1)[1])
