@@ -121,8 +121,15 @@ struct ThreadFactsTests {
         let worker = TestThread(name: "sw-task-files") { t in
             var byte: UInt8 = 0
             _ = read(readFD, &byte, 1)                          // blocked first
-            let end = ContinuousClock.now + .milliseconds(60)   // then spinning
-            while ContinuousClock.now < end && !t.shouldStop {}
+            // Then spinning until it has had 30 ms of CPU: a 60 ms wall-clock spin got under the
+            // 20 ms checked below in an ASan pass with builds beside it.
+            var cpu = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu)
+            let end = Int64(cpu.tv_sec) * 1_000_000_000 + Int64(cpu.tv_nsec) + 30_000_000
+            while !t.shouldStop {
+                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu)
+                if Int64(cpu.tv_sec) * 1_000_000_000 + Int64(cpu.tv_nsec) >= end { break }
+            }
         }
         let tid = try #require(worker.tid)
         let files = TaskFiles(tid)
@@ -133,7 +140,7 @@ struct ThreadFactsTests {
         var byte: UInt8 = 1
         _ = write(fds[1], &byte, 1)
         var run1: UInt64 = 0, wait1: UInt64 = 0, slices1: UInt64 = 0
-        #expect(eventually { files.schedstat(run: &run1, wait: &wait1, timeslices: &slices1) == 0 && run1 >= run0 + 20_000_000 },
+        #expect(eventually(timeout: .seconds(10)) { files.schedstat(run: &run1, wait: &wait1, timeslices: &slices1) == 0 && run1 >= run0 + 20_000_000 },
                 "run time \(run0) → \(run1): the kept descriptor gave a stale file")
         worker.stopAndJoin()
         #expect(files.syscall(&call) == -ESRCH)
