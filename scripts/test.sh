@@ -99,6 +99,6 @@ if [ "$#" -eq 0 ]; then
   # The public surface, counted and printed; the package-only modules must declare nothing public.
   step public-api python3 scripts/public-api.py
   # No unannounced source break of the library products against the last release (api/baseline).
-  step api-breaks scripts/api-breaks.sh
+  step api-breaks scripts/api-breaks.sh "${CFLAGS[@]}"
 fi
 echo "test: total: $((SECONDS - started)) s"
