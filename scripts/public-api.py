@@ -56,6 +56,10 @@ def main():
             sys.exit(f"public-api: FAIL, the symbol graph of {module} could not be extracted:\n"
                      f"{result.stderr.strip()}")
     graphs = glob.glob(os.path.join(out, "*.symbols.json"))
+    # An extraction that succeeded without writing a module's graph would count it as empty.
+    missing = [m for m in LIBRARY + PACKAGE_ONLY if not os.path.exists(os.path.join(out, f"{m}.symbols.json"))]
+    if missing:
+        sys.exit(f"public-api: FAIL, no symbol graph was written for {', '.join(missing)}")
     counts = {m: collections.Counter() for m in LIBRARY + PACKAGE_ONLY}
     for path in graphs:
         # Stallwatch@Swift.symbols.json holds Stallwatch's extensions of another module's types.
