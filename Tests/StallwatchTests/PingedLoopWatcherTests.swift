@@ -38,7 +38,7 @@ struct PingedLoopWatcherTests {
         usleep(5_000)
         jobs.runAll()
         let lag = watcher.takeAnsweredLatency()
-        #expect(lag.map { $0 >= .milliseconds(5) && $0 < .seconds(2) } == true, "\(String(describing: lag))")
+        #expect(lag.map { $0 >= .milliseconds(5) && $0 < .seconds(60) } == true, "\(String(describing: lag))")
         #expect(watcher.takeAnsweredLatency() == nil, "taken once")
     }
 
@@ -71,12 +71,14 @@ struct PingedLoopWatcherTests {
             probe.recordTick(startNanoseconds: busyFrom, endNanoseconds: MonotonicClock.nowNanoseconds())
         }
         defer { loop.stopAndJoin() }
-        #expect(eventually(timeout: .seconds(2)) { probe.lastTickEndNanoseconds != 0 })
+        #expect(eventually(timeout: .seconds(10)) { probe.lastTickEndNanoseconds != 0 })
         watcher.lookOrPing()  // the first tick ended since the last look: free
         #expect(probe.postedNanoseconds == 0)
         // The thread spins now: the next look finds it running, with no tick ended since.
+        // Waits (not bounds): a loaded machine may take long to run the threads.
+        let deadline = ContinuousClock.now + .seconds(10)
         var looked = false
-        for _ in 0..<500 where !looked {
+        while !looked, ContinuousClock.now < deadline {
             usleep(2_000)
             watcher.lookOrPing()
             looked = probe.postedNanoseconds != 0
@@ -87,7 +89,7 @@ struct PingedLoopWatcherTests {
         #expect(watcher.estimatedStart(posted: MonotonicInstant(nanoseconds: posted), pingPeriod: .milliseconds(40))
             <= MonotonicInstant(nanoseconds: posted))
         tickAgain.store(true, ordering: .releasing)
-        #expect(eventually(timeout: .seconds(2)) { probe.postedNanoseconds == 0 }, "the next tick's end answers the look")
+        #expect(eventually(timeout: .seconds(10)) { probe.postedNanoseconds == 0 }, "the next tick's end answers the look")
         #expect(watcher.takeAnsweredLatency() != nil)
     }
 
@@ -110,11 +112,12 @@ struct PingedLoopWatcherTests {
             sw_test_loop_kick(efd)
             loop.stopAndJoin()
         }
-        #expect(eventually(timeout: .seconds(2)) { probe.lastTickEndNanoseconds != 0 })
+        #expect(eventually(timeout: .seconds(10)) { probe.lastTickEndNanoseconds != 0 })
         watcher.lookOrPing()  // the tick ended since the last look
         #expect(watcher.asleepEpollFD == nil, "a look that saw a tick end did not see the thread")
+        let deadline = ContinuousClock.now + .seconds(10)
         var asleep: Int32?
-        for _ in 0..<500 where asleep == nil {
+        while asleep == nil, ContinuousClock.now < deadline {
             usleep(2_000)
             watcher.lookOrPing()
             asleep = watcher.asleepEpollFD
