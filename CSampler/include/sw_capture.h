@@ -120,6 +120,9 @@ enum {
     SW_ERR_INVALID = -10008,        ///< bad argument
     SW_ERR_NOT_BLOCKED = -10009,    ///< sw_capture_blocked: the thread is not blocked in a syscall
     SW_ERR_ASLEEP = -10010,         ///< sw_capture_awake: the thread slept (interruptibly) when asked
+    SW_ERR_STILL_PENDING = -10011,  ///< the signal of an earlier unanswered request is still pending
+                                    ///< for the thread: nothing sent (out->latency_ns: how long ago
+                                    ///< that one went)
 };
 
 /// Installs the sampling handler on `signo` (SIGPROF: libdispatch workers block SIGUSR1/SIGUSR2 and
@@ -156,6 +159,8 @@ int sw_maps_refresh(void);
 
 /// Captures the stack of thread `tid` (not the caller) with `unwinder`, waiting at most `timeout_ns`.
 /// Returns 0 or a negative SW_ERR_* / -errno. Safe to call from several threads at once.
+/// A thread that let an earlier request time out and still has not taken its signal gets no new
+/// one: SW_ERR_STILL_PENDING at once.
 int sw_capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int64_t timeout_ns,
                sw_stack_t *out);
 

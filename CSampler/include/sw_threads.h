@@ -48,6 +48,10 @@ int sw_thread_stat(int32_t tid, sw_thread_stat_t *out);
 /// Returns 0, -ESRCH when the thread is gone, or -errno.
 int sw_thread_sigblk(int32_t tid, uint64_t *mask);
 
+/// Reads the SigPnd mask (signals sent to the thread itself and not yet delivered) from
+/// /proc/self/task/<tid>/status. Returns 0, -ESRCH when the thread is gone, or -errno.
+int sw_thread_sigpnd(int32_t tid, uint64_t *mask);
+
 /// What /proc/self/task/<tid>/syscall says.
 typedef struct sw_thread_syscall {
     int64_t nr;             ///< syscall number; -1 blocked outside a syscall; -2 running

@@ -72,6 +72,16 @@ static int capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int
     int signo = sw_sampler_signal();
     int64_t t_start = sw_now_ns();
     int64_t deadline = t_start + timeout_ns;
+    // A thread that has still not taken the signal of an earlier request that went unanswered is
+    // inside something no signal interrupts (one long read of a cached file: the signal is
+    // delivered when the call returns). A new signal would be merged into the pending one (a
+    // standard signal) or queued behind it, answered no sooner: said now, instead of waiting the
+    // whole timeout again, so the caller takes the kernel's sample at once.
+    int64_t pending_since = 0;
+    if (sw_target_still_pending(tid, signo, &pending_since) == 1) {
+        out->latency_ns = (uint64_t)(t_start - pending_since);
+        return SW_ERR_STILL_PENDING;
+    }
     // The deadline covers everything: the new-thread check, the signal, the unwind, the retry.
     rc = sw_target_check_new(tid, signo, deadline);
     if (rc != 0) return rc;
@@ -110,7 +120,7 @@ static int capture(int32_t tid, sw_unwinder_t unwinder, uint32_t max_frames, int
                 sw_slot_wait(s, gen, sw_now_ns() + 1000000, &final_state);
             }
             sw_target_forget(tid);
-            return sw_target_silence(tid, signo);
+            return sw_target_silence(tid, signo, t_sent);
         }
         int64_t t_answer = sw_now_ns();
         if (!sw_slot_payload(s)->stack.stack_known && attempt == 0) {

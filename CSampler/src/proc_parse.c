@@ -46,12 +46,17 @@ int sw_parse_thread_stat(const char *buf, int32_t tid, sw_thread_stat_t *out) {
     return have_processor ? 0 : -EPROTO;
 }
 
-int sw_parse_sigblk(const char *buf, uint64_t *mask) {
-    const char *line = strstr(buf, "\nSigBlk:");
+// One signal mask line of a `status` file ("\nSigBlk:", "\nSigPnd:").
+static int parse_status_mask(const char *buf, const char *key, uint64_t *mask) {
+    const char *line = strstr(buf, key);
     if (line == NULL) return -EPROTO;
-    if (parse_hex(skip_spaces(line + strlen("\nSigBlk:")), mask) == NULL) return -EPROTO;
+    if (parse_hex(skip_spaces(line + strlen(key)), mask) == NULL) return -EPROTO;
     return 0;
 }
+
+int sw_parse_sigblk(const char *buf, uint64_t *mask) { return parse_status_mask(buf, "\nSigBlk:", mask); }
+
+int sw_parse_sigpnd(const char *buf, uint64_t *mask) { return parse_status_mask(buf, "\nSigPnd:", mask); }
 
 int sw_parse_thread_syscall(const char *buf, sw_thread_syscall_t *out) {
     memset(out, 0, sizeof *out);

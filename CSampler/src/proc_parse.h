@@ -66,6 +66,10 @@ int sw_parse_thread_stat(const char *buf, int32_t tid, sw_thread_stat_t *out);
 /// Finds SigBlk in a NUL-terminated `status` file. Returns 0 or -EPROTO.
 int sw_parse_sigblk(const char *buf, uint64_t *mask);
 
+/// Finds SigPnd (the signals pending for the thread itself) in a NUL-terminated `status` file.
+/// Returns 0 or -EPROTO.
+int sw_parse_sigpnd(const char *buf, uint64_t *mask);
+
 /// Parses a NUL-terminated `syscall` line. Returns 0 or -EPROTO.
 int sw_parse_thread_syscall(const char *buf, sw_thread_syscall_t *out);
 

@@ -23,6 +23,16 @@ typedef struct bounds_entry {
 static bounds_entry_t g_bounds[SW_TID_CACHE];
 static pthread_mutex_t g_bounds_lock = PTHREAD_MUTEX_INITIALIZER;
 
+// Threads that did not answer a request in time and had not blocked the signal, with when that
+// request's signal went (a thread inside one long read of a cached file takes it only when the
+// call returns). Requesters only: a mutex.
+typedef struct late_entry {
+    int32_t tid;
+    int64_t sent_ns;
+} late_entry_t;
+static late_entry_t g_late[SW_TID_CACHE];
+static pthread_mutex_t g_late_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void sw_target_bounds_get(int32_t tid, sw_stack_bounds_t *out) {
     bounds_entry_t *e = &g_bounds[(uint32_t)tid % SW_TID_CACHE];
     pthread_mutex_lock(&g_bounds_lock);
@@ -47,6 +57,8 @@ static void targets_after_fork_in_child(void) {
     for (uint32_t i = 0; i < SW_TID_CACHE; i++) atomic_store(&g_ok_tids[i], 0);
     pthread_mutex_init(&g_bounds_lock, NULL);
     memset(g_bounds, 0, sizeof g_bounds);
+    pthread_mutex_init(&g_late_lock, NULL);
+    memset(g_late, 0, sizeof g_late);
 }
 
 __attribute__((constructor)) static void register_targets_fork_handler(void) {
@@ -76,11 +88,34 @@ int sw_signal_blocked_by(int32_t tid, int signo) {
 
 // Decides why a thread did not answer: gone, blocking the signal, or just late.
 // Past the deadline already: one SigBlk reading, no retries with pauses.
-int sw_target_silence(int32_t tid, int signo) {
+int sw_target_silence(int32_t tid, int signo, int64_t sent_ns) {
     uint64_t mask = 0;
     int rc = sw_thread_sigblk(tid, &mask);
     if (rc == -ESRCH) return SW_ERR_THREAD_GONE;
-    return rc == 0 && (mask & (1ULL << (signo - 1))) ? SW_ERR_SIGNAL_BLOCKED : SW_ERR_TIMED_OUT;
+    if (rc == 0 && (mask & (1ULL << (signo - 1)))) return SW_ERR_SIGNAL_BLOCKED;
+    late_entry_t *e = &g_late[(uint32_t)tid % SW_TID_CACHE];
+    pthread_mutex_lock(&g_late_lock);
+    e->tid = tid;
+    e->sent_ns = sent_ns;
+    pthread_mutex_unlock(&g_late_lock);
+    return SW_ERR_TIMED_OUT;
+}
+
+int sw_target_still_pending(int32_t tid, int signo, int64_t *sent_ns) {
+    late_entry_t *e = &g_late[(uint32_t)tid % SW_TID_CACHE];
+    pthread_mutex_lock(&g_late_lock);
+    late_entry_t late = *e;
+    pthread_mutex_unlock(&g_late_lock);
+    if (late.tid != tid) return 0;
+    uint64_t pending = 0;
+    if (sw_thread_sigpnd(tid, &pending) == 0 && (pending & (1ULL << (signo - 1)))) {
+        *sent_ns = late.sent_ns;
+        return 1;
+    }
+    pthread_mutex_lock(&g_late_lock);
+    if (e->tid == tid) e->tid = 0;
+    pthread_mutex_unlock(&g_late_lock);
+    return 0;
 }
 
 // Before the first request to a thread: does it block the signal (libdispatch threads block

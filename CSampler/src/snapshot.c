@@ -88,7 +88,7 @@ int sw_snapshot_hold(const int32_t *tids, size_t n, sw_unwinder_t unwinder, uint
                 }
             } else {
                 sw_target_forget(tids[i]);
-                results[i] = sw_target_silence(tids[i], signo);
+                results[i] = sw_target_silence(tids[i], signo, sent_at[i]);
                 continue;
             }
         }

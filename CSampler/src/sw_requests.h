@@ -76,8 +76,13 @@ void sw_target_forget(int32_t tid);
 /// those a new answer learned. Not for handlers.
 void sw_target_bounds_get(int32_t tid, sw_stack_bounds_t *out);
 void sw_target_bounds_put(int32_t tid, const sw_stack_bounds_t *b);
-/// Why a thread did not answer: gone, blocking the signal, or just late.
-int sw_target_silence(int32_t tid, int signo);
+/// Why a thread did not answer: gone, blocking the signal, or just late. Late: the request's
+/// signal, sent at `sent_ns`, is remembered for sw_target_still_pending.
+int sw_target_silence(int32_t tid, int signo, int64_t sent_ns);
+/// Whether the signal of the last unanswered request to `tid` is still pending for it: 1, with
+/// `*sent_ns` when it was sent; 0 otherwise (the thread took it, or was never late), and it is
+/// forgotten. Reads /proc only for a thread that was late.
+int sw_target_still_pending(int32_t tid, int signo, int64_t *sent_ns);
 
 /// Copies the answer out of slot `s` into `out` and, for libunwind, unwinds it (here, outside any
 /// handler), not past `deadline_ns`. `live`: the thread is held still, read its stack in place.

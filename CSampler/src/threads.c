@@ -207,6 +207,15 @@ int sw_thread_sigblk(int32_t tid, uint64_t *mask) {
     return sw_parse_sigblk(buf, mask);
 }
 
+int sw_thread_sigpnd(int32_t tid, uint64_t *mask) {
+    if (mask == NULL) return -EINVAL;
+    // SigPnd comes before SigBlk: the head of the file suffices.
+    char buf[4096];
+    int len = read_task_file(tid, "status", buf, sizeof buf);
+    if (len < 0) return len;
+    return sw_parse_sigpnd(buf, mask);
+}
+
 // async-signal-safe: open/read/close/stat and in-place parsing only.
 int sw_thread_syscall(int32_t tid, sw_thread_syscall_t *out) {
     if (out == NULL) return -EINVAL;

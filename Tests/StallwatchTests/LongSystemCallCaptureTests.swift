@@ -61,4 +61,52 @@ struct LongSystemCallCaptureTests {
         #expect(names.contains { $0.contains("longReadFixtureOneCall") }, "\(names), walk ended: \(end)")
         #expect(names.first?.contains("pread") == true, "\(names), walk ended: \(end)")
     }
+
+    /// The first request's signal stays pending until the read returns, and a second signal would
+    /// be merged into it (SIGPROF is a standard signal): a second capture used to wait its whole
+    /// timeout for an answer that could not come. It now says at once that the thread has not
+    /// answered since the first request.
+    @Test("a capture after one that timed out does not wait while that signal is still pending")
+    func secondCaptureDoesNotWait() throws {
+        let sampler = try StackSampler()
+        let thread = TestThread(name: "sw-longread2") { longReadFixtureOneCall($0) }
+        defer { thread.stopAndJoin(timeout: .seconds(30)) }
+        let tid = try #require(thread.tid)
+        #expect(eventually { thread.counter.load(ordering: .acquiring) > 0 })
+        // Each attempt needs both captures inside one read; a read that ended between them (a
+        // loaded machine) proves nothing, and the next read is tried.
+        for _ in 0..<3 {
+            usleep(100_000)  // inside a read, which lasts far longer
+            let read = thread.counter.load(ordering: .acquiring)
+            let first = Self.error(of: { () throws(SamplerError) in
+                _ = try sampler.signalCapture(tid, unwinder: .framePointer, timeout: .milliseconds(30))
+            })
+            guard case .timedOut = first, thread.counter.load(ordering: .acquiring) == read else { continue }
+            let longTimeout = Duration.seconds(20)
+            let second = Self.error(of: { () throws(SamplerError) in
+                _ = try sampler.signalCapture(tid, unwinder: .framePointer, timeout: longTimeout)
+            })
+            guard thread.counter.load(ordering: .acquiring) == read else { continue }
+            guard case .timedOut(let t, let after) = second else {
+                Issue.record("the second capture, still inside the read: \(String(describing: second))")
+                return
+            }
+            #expect(t == tid)
+            // How long the thread has not answered (since the first signal), not this capture's
+            // own timeout, which it did not wait for.
+            #expect(after > .zero && after < longTimeout, "\(after)")
+            return
+        }
+        // A second capture that waited for its answer outlasts the read every time.
+        Issue.record("in 3 tries, no second capture came back inside the read that kept the first one's signal pending")
+    }
+
+    private static func error(of body: () throws(SamplerError) -> Void) -> SamplerError? {
+        do throws(SamplerError) {
+            try body()
+            return nil
+        } catch {
+            return error
+        }
+    }
 }

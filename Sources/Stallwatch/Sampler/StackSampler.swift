@@ -172,6 +172,11 @@ package final class StackSampler: Sendable {
             let rc = unlessAsleep ? sw_capture_awake(thread.rawValue, unwinder.cValue, maxFrames, timeoutNs, raw)
                                   : sw_capture(thread.rawValue, unwinder.cValue, maxFrames, timeoutNs, raw)
             if rc == SW_ERR_ASLEEP { return .success(nil) }
+            if rc == SW_ERR_STILL_PENDING {
+                // The signal of a request that timed out earlier is still pending: this one would
+                // be answered no sooner. The thread has not answered for that long.
+                return .failure(.timedOut(thread, after: .nanoseconds(Int64(clamping: raw.pointee.latency_ns))))
+            }
             if rc != 0 {
                 return .failure(SamplerError.from(code: rc, thread: thread, signal: configuration.signal,
                                                   timeout: timeout, operation: "capturing \(thread)"))

@@ -31,8 +31,11 @@ extension WatchdogEngine {
         let wall = now - last.at
         let busyNow = demandDelta.secondsDouble >= wall.secondsDouble * detector.busyFraction
         var sample: StackSample?
+        // A stall's rounds wait for this capture: a thread inside one long system call answers no
+        // signal, and at the sampler's own 100 ms timeout its stall was detected that much late
+        // (a loop reading a large cached file in one call, reported 60–110 ms past its threshold).
         if maySignal, busyNow || (m.busyLoop?.inStreak ?? false),
-           let stack = try? sampler.captureStack(of: thread) {
+           let stack = try? sampler.captureStack(of: thread, timeout: Self.busyLoopCaptureTimeout) {
             metricsSample(stack)
             sample = builder.identitySample(stack)
         }
@@ -51,6 +54,9 @@ extension WatchdogEngine {
         writer?.submit(report)
         emit(.busyLoop(report))
     }
+
+    /// How long a busy-loop judgement waits for its thread's answer before the kernel samples it.
+    static let busyLoopCaptureTimeout = Duration.milliseconds(20)
 
     /// Time `thread` has wanted a core: on one plus runnable on a run queue (`schedstat`), or its CPU
     /// clock alone where the kernel keeps no scheduler statistics.
