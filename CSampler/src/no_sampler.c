@@ -64,6 +64,11 @@ int sw_thread_sigblk(int32_t tid, uint64_t *mask) {
     *mask = 0;
     return -ENOSYS;
 }
+int sw_thread_sigpnd(int32_t tid, uint64_t *mask) {
+    (void)tid;
+    *mask = 0;
+    return -ENOSYS;
+}
 int sw_thread_syscall(int32_t tid, sw_thread_syscall_t *out) {
     (void)tid;
     memset(out, 0, sizeof *out);
