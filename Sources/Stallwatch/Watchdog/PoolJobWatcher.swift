@@ -410,7 +410,8 @@ final class PoolJobWatcher {
             thread.cpu = nil
         } else if call.nr == -2 {
             thread.blockedAt = nil
-            let cpuNow = try? ThreadCPUClock(tid).elapsed()
+            // The clock read at the top of this scan of it (a system call each: not twice).
+            let cpuNow: Duration? = clockRead ? .nanoseconds(Int64(clamping: cpuNow)) : nil
             defer { thread.cpu = cpuNow.map { ($0, now) } }
             let busy = cpuNow.flatMap { cpuNow in
                 thread.cpu.map { before in now > before.at && (cpuNow - before.time) / (now - before.at) >= 0.5 }
