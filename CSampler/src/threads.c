@@ -198,23 +198,19 @@ int sw_thread_stat(int32_t tid, sw_thread_stat_t *out) {
 }
 
 // async-signal-safe: open/read/close/stat and in-place parsing only.
-int sw_thread_sigblk(int32_t tid, uint64_t *mask) {
+// One signal mask of the thread's `status` file, found by `parse`. The masks sit well before the
+// long Cpus_allowed lists, so the head of the file suffices.
+static int read_status_mask(int32_t tid, int (*parse)(const char *, uint64_t *), uint64_t *mask) {
     if (mask == NULL) return -EINVAL;
-    // SigBlk sits well before the long Cpus_allowed lists, so the head of the file suffices.
     char buf[4096];
     int len = read_task_file(tid, "status", buf, sizeof buf);
     if (len < 0) return len;
-    return sw_parse_sigblk(buf, mask);
+    return parse(buf, mask);
 }
 
-int sw_thread_sigpnd(int32_t tid, uint64_t *mask) {
-    if (mask == NULL) return -EINVAL;
-    // SigPnd comes before SigBlk: the head of the file suffices.
-    char buf[4096];
-    int len = read_task_file(tid, "status", buf, sizeof buf);
-    if (len < 0) return len;
-    return sw_parse_sigpnd(buf, mask);
-}
+int sw_thread_sigblk(int32_t tid, uint64_t *mask) { return read_status_mask(tid, sw_parse_sigblk, mask); }
+
+int sw_thread_sigpnd(int32_t tid, uint64_t *mask) { return read_status_mask(tid, sw_parse_sigpnd, mask); }
 
 // async-signal-safe: open/read/close/stat and in-place parsing only.
 int sw_thread_syscall(int32_t tid, sw_thread_syscall_t *out) {
