@@ -22,6 +22,7 @@
 #include "sw_platform.h"
 #if SW_PLATFORM_SAMPLES
 #include "sw_internal.h"
+#include "sw_job_stamps.h"
 #include "sw_threads.h"
 
 #include <errno.h>
@@ -339,6 +340,101 @@ int sw_task_layout_observe(uint64_t outer, uint64_t inner) {
 out:
     pthread_mutex_unlock(&g_learn_lock);
     return sw_blocked_tag_state(NULL);
+}
+
+// The running task's slot alone, learned from any two tasks (the watchdog starts them on the
+// pool), for pool threads' jobs: what the tag reads above need besides is learned only from
+// requests that bind a tag. Under g_learn_lock, published like the rest.
+static _Atomic int g_slot_state;  // 0 learning, 1 known, -1 failed
+static int64_t g_slot_off;
+static uint64_t g_slot_first_task;
+static candidates_t g_slot_cands;
+static int g_slot_observations;
+static const char *g_slot_why;
+
+static void slot_fail_locked(const char *why) {
+    g_slot_why = why;
+    atomic_store_explicit(&g_slot_state, -1, memory_order_release);
+}
+
+int sw_task_slot_observe(void) {
+    int state = sw_task_slot_state(NULL);
+    if (state != 0) return state;
+    if (pthread_mutex_trylock(&g_learn_lock) != 0) return 0;
+    thread_observe_locked();
+    if (swift_task_getCurrent == NULL) {
+        slot_fail_locked("the Swift concurrency runtime is not loaded");
+        goto out;
+    }
+    uint64_t task = (uint64_t)(uintptr_t)swift_task_getCurrent();
+    uint64_t tp = sw_arch_thread_pointer(), lo, hi;
+    if (atomic_load_explicit(&g_slot_state, memory_order_relaxed) != 0 || task == 0 || task == g_slot_first_task ||
+        !own_stack_mapping(tp, &lo, &hi))
+        goto out;
+    candidates_t seen;
+    const char *why = NULL;
+    if (tls_offsets(tp, lo, hi, task, &seen, &why) < 0) {
+        slot_fail_locked(why);
+        goto out;
+    }
+    if (g_slot_observations++ == 0) {
+        g_slot_first_task = task;
+        g_slot_cands = seen;
+        if (seen.count == 0) slot_fail_locked("the running task was not found among the concurrency runtime's thread-locals");
+        goto out;
+    }
+    keep_common(&g_slot_cands, &seen);
+    if (g_slot_cands.count == 0) {
+        slot_fail_locked("no thread-local of the concurrency runtime held both running tasks");
+    } else if (g_slot_cands.count == 1) {
+        g_slot_off = g_slot_cands.v[0];
+        atomic_store_explicit(&g_slot_state, 1, memory_order_release);
+    } else if (g_slot_observations > MAX_OBSERVATIONS) {
+        slot_fail_locked("several thread-locals of the concurrency runtime held every running task");
+    }
+out:
+    pthread_mutex_unlock(&g_learn_lock);
+    return sw_task_slot_state(NULL);
+}
+
+int sw_task_slot_state(const char **why) {
+    int t = atomic_load_explicit(&g_thread_state, memory_order_acquire);
+    int k = atomic_load_explicit(&g_slot_state, memory_order_acquire);
+    if (t < 0 || k < 0) {
+        if (why != NULL) {
+            pthread_mutex_lock(&g_learn_lock);
+            *why = k < 0 ? g_slot_why : g_why;
+            pthread_mutex_unlock(&g_learn_lock);
+        }
+        return -1;
+    }
+    return t == 1 && k == 1 ? 1 : 0;
+}
+
+// Whether the descriptor at `tp` names `tid` (a thread that exited may leave its stack to another).
+static int names_thread(uint64_t tp, int32_t tid) {
+    int32_t seen = 0;
+    return sw_read_own(&seen, tp + (uint64_t)g_tid_off, 4) == 4 && seen == tid;
+}
+
+uint64_t sw_thread_pointer_from_stack(int32_t tid, uint64_t sp) {
+    if (atomic_load_explicit(&g_thread_state, memory_order_acquire) != 1 || sp == 0) return 0;
+    uint64_t lo, hi;
+    if (!sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) {
+        // A thread born since the table was read.
+        sw_maps_rebuild();
+        if (!sw_maps_find(sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) return 0;
+    }
+    uint64_t tp = hi - (uint64_t)g_stack_delta;
+    return names_thread(tp, tid) ? tp : 0;
+}
+
+int sw_thread_running_task(int32_t tid, uint64_t tp, uint64_t *task) {
+    if (sw_task_slot_state(NULL) != 1 || tp == 0) return 0;
+    uint64_t value = 0;
+    if (!read_words(&value, tp + (uint64_t)g_slot_off, 1) || !names_thread(tp, tid)) return 0;
+    *task = value;
+    return 1;
 }
 
 int sw_blocked_tag_state(const char **why) {

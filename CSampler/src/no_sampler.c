@@ -13,6 +13,7 @@
 #include "sw_lock_word.h"
 #include "sw_loop_rest.h"
 #include "sw_cpu_wake.h"
+#include "sw_job_stamps.h"
 #include "sw_barrier.h"
 #include "sw_numa.h"
 #include "sw_perf_ring.h"
@@ -196,6 +197,25 @@ void sw_blocked_tag_stats(uint64_t *reads, uint64_t *tagged, uint64_t *discarded
     *reads = *tagged = *discarded = 0;
 }
 void sw_sampler_stats(sw_sampler_stats_t *out) { memset(out, 0, sizeof *out); }
+// ---- enqueue stamps and running tasks: nothing to read ----
+void sw_job_stamps_enable(int on) { (void)on; }
+uint64_t sw_job_stamp_of(uint64_t job) {
+    (void)job;
+    return 0;
+}
+int sw_task_slot_observe(void) { return -1; }
+int sw_task_slot_state(const char **why) {
+    if (why) *why = "pool threads' running tasks are read on Linux only";
+    return -1;
+}
+uint64_t sw_thread_pointer_from_stack(int32_t tid, uint64_t sp) {
+    (void)tid; (void)sp;
+    return 0;
+}
+int sw_thread_running_task(int32_t tid, uint64_t tp, uint64_t *task) {
+    (void)tid; (void)tp; (void)task;
+    return 0;
+}
 
 // ---- sampling rings, timer and perf: never started ----
 

@@ -80,6 +80,7 @@ SW_SWIFTCC static void pool_wake_hook(sw_job *job, enqueue_original_t original) 
             timerfd_settime(g_timer_fd, 0, &when, NULL);
         }
     }
+    sw_job_stamp_note(job);
     enqueue_hook_t previous = atomic_load_explicit(&g_previous, memory_order_acquire);
     if (previous) {
         previous(job, original);

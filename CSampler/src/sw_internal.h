@@ -379,6 +379,11 @@ int sw_remote_unwind(const sw_stack_view_t *view, sw_stack_t *out, uint32_t max_
 /// that wakes waiters (pool_wake.c). Not for handlers.
 void sw_loop_rest_kick(void);
 
+// ---- enqueue stamps (job_stamps.c) ---------------------------------------------------------
+
+/// Stamps `job`'s enqueue while stamping is on (the enqueue hook calls it). Not for handlers.
+void sw_job_stamp_note(const void *job);
+
 // ---- time -----------------------------------------------------------------------------------
 
 /// CLOCK_MONOTONIC in ns. async-signal-safe (vDSO clock_gettime).

@@ -476,3 +476,25 @@ int sw_test_loop_take_events(int epfd, int eventfd) {
     (void)got;
     return n;
 }
+
+// ---- the running task, as the runtime's thread-local holds it ---------------------------------
+
+extern void *swift_task_getCurrent(void) SW_TEST_SWIFTCC __attribute__((weak));
+
+uint64_t sw_test_current_task(void) {
+    return swift_task_getCurrent ? (uint64_t)(uintptr_t)swift_task_getCurrent() : 0;
+}
+
+uint64_t sw_test_thread_pointer(void) {
+#if defined(__x86_64__)
+    uint64_t tp;
+    __asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
+    return tp;
+#elif defined(__aarch64__)
+    uint64_t tp;
+    __asm__ volatile("mrs %0, tpidr_el0" : "=r"(tp));
+    return tp;
+#else
+    return 0;
+#endif
+}

@@ -63,6 +63,10 @@ uint64_t sw_test_counting_enqueue_hook_jobs(void);
 int sw_test_enqueue_hook_state(void);
 /// Sets `swift_task_enqueueGlobal_hook` back to NULL if it is the counting hook.
 void sw_test_remove_counting_enqueue_hook(void);
+/// The task running on the calling thread (`swift_task_getCurrent`), 0 outside any.
+uint64_t sw_test_current_task(void);
+/// The calling thread's thread pointer (the value sw_thread_pointer_from_stack finds for it).
+uint64_t sw_test_thread_pointer(void);
 /// Overwrites `swift_task_enqueueGlobal_hook` with the counting hook, which does not chain to what
 /// was there (as a careless library would); returns what was there, for the restore below.
 void *sw_test_replace_enqueue_hook(void);
