@@ -20,11 +20,15 @@ struct PoolJob: Hashable {
     var outerFrames: [UInt]
     /// The request the job serves, when the capture read its tag.
     var request: UInt64? = nil
+    /// The task the job runs and when it was queued (``PoolJobStamps``), for a job told by its
+    /// stamps rather than by its stack.
+    var stamped: (task: UInt64, queuedAt: UInt64)? = nil
 
     /// Whether `other` may be this job seen again: the same code, and not another request's (a
     /// capture without a tag proves nothing about the request).
     func isSame(as other: PoolJob?) -> Bool {
-        guard let other, rootFunction == other.rootFunction, outerFrames == other.outerFrames else { return false }
+        if let stamped, let theirs = other?.stamped { return stamped == theirs }
+        guard let other, (stamped == nil) == (other.stamped == nil), rootFunction == other.rootFunction, outerFrames == other.outerFrames else { return false }
         guard let request, let otherRequest = other.request else { return true }
         return request == otherRequest
     }
@@ -36,7 +40,25 @@ struct PoolJob: Hashable {
     static let unwalked = PoolJob(rootFunction: 0, outerFrames: [])
 
     /// Whether this is ``unwalked``.
-    var isUnwalked: Bool { rootFunction == 0 && outerFrames.isEmpty }
+    var isUnwalked: Bool { rootFunction == 0 && outerFrames.isEmpty && stamped == nil }
+
+    /// A job told by its stamps: the running task and when it was queued.
+    static func stamped(task: UInt64, queuedAt: UInt64) -> PoolJob {
+        PoolJob(rootFunction: 0, outerFrames: [], stamped: (task, queuedAt))
+    }
+
+    static func == (a: PoolJob, b: PoolJob) -> Bool {
+        a.rootFunction == b.rootFunction && a.outerFrames == b.outerFrames && a.request == b.request
+            && a.stamped?.task == b.stamped?.task && a.stamped?.queuedAt == b.stamped?.queuedAt
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(rootFunction)
+        hasher.combine(outerFrames)
+        hasher.combine(request)
+        hasher.combine(stamped?.task)
+        hasher.combine(stamped?.queuedAt)
+    }
 }
 
 /// Finds `swift_job_run` in stacks.

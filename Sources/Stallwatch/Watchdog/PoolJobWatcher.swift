@@ -63,6 +63,14 @@ final class PoolJobWatcher {
         /// one was seen, while its name alone makes it a worker. `false`: named like one, not one.
         var isWorker: Bool?
         var job: PoolJob?
+        /// Its thread pointer, once a blocked stack pointer gave it (0: not yet): its running task
+        /// is read there (``PoolJobStamps``).
+        var threadPointer: UInt64 = 0
+        /// Blocked looks that tried and failed to find the thread pointer (tried a few times only:
+        /// each failure reads the process's memory map again).
+        var threadPointerTries = 0
+        /// The last look that read its running task.
+        var stampLookAt: MonotonicInstant?
         var blockedAt: (call: sw_thread_syscall_t, timeslices: UInt64)?
         var cpu: (time: Duration, at: MonotonicInstant)?
         /// The last conclusive scan: when, the thread's demand for a core then (ns), and whether it ran.
@@ -234,6 +242,7 @@ final class PoolJobWatcher {
     func scan(now: MonotonicInstant, maySignal: @autoclosure () -> Bool = true) -> Bool {
         PoolScanCost.scanCount.add(1, ordering: .relaxed)
         lastScanFoundQuiet = false
+        stampsReadable = PoolJobStamps.isReadable
         // A thread first listed now was born after the previous listing.
         let previousListing = roster.listedAt
         guard let frames else { return false }
@@ -329,6 +338,78 @@ final class PoolJobWatcher {
 
     /// Returns whether the thread was found waiting for work.
     private func observe(_ thread: PoolThread, tid: ThreadID, now: MonotonicInstant, frames: SwiftJobFrames, maySignal: @autoclosure () -> Bool) -> Bool {
+        var maySignalNow = maySignal()
+        if stampsReadable, thread.threadPointer != 0 {
+            switch lookAtRunningTask(thread, tid: tid, now: now) {
+            case .some(true): return false
+            case .some(false): maySignalNow = false
+            case .none: break
+            }
+        }
+        return observeByScan(thread, tid: tid, now: now, frames: frames, maySignal: maySignalNow)
+    }
+
+    /// Whether the running task can be read and is stamped (``PoolJobStamps``), as of this scan.
+    private var stampsReadable = false
+
+    /// Looks at the task `thread` runs: `true` when its stamps tell its job (nothing more to read),
+    /// `false` when it runs no task (the scan goes on to tell its idle wait, with no signal: there
+    /// is no job to identify), `nil` when they tell nothing (the scan goes on as without stamps).
+    private func lookAtRunningTask(_ thread: PoolThread, tid: ThreadID, now: MonotonicInstant) -> Bool? {
+        guard let read = PoolJobStamps.read(tid, threadPointer: thread.threadPointer) else {
+            thread.threadPointer = 0
+            return nil
+        }
+        let previousLook = thread.stampLookAt
+        thread.stampLookAt = now
+        let look = PoolJobStamps.conclude(task: read.task, stamp: read.stamp, current: thread.job,
+                                         previousLook: previousLook, resolution: MonotonicClock.coarseResolution)
+        switch look {
+        case .same:
+            return true
+        case .began(let job, let start):
+            PoolScanCost.stampedJobCount.add(1, ordering: .relaxed)
+            // The job before ended before this one began.
+            if thread.job != nil { thread.probe.markIdle(since: start) }
+            thread.job = job
+            forgetScanConclusions(thread)
+            thread.unwatched = PoolUnwatched()
+            thread.idleForWork = false
+            thread.probe.markBusy(since: start, thread: tid)
+            return true
+        case .outsideAnyTask, .unstamped:
+            if look == .unstamped { PoolScanCost.unstampedJobCount.add(1, ordering: .relaxed) }
+            if thread.job?.stamped != nil {
+                // Ended between the two looks.
+                let end = previousLook.map { $0 + (now - $0) / 2 } ?? now
+                thread.probe.markIdle(since: end)
+                thread.job = nil
+                forgetScanConclusions(thread)
+            }
+            return look == .unstamped ? nil : false
+        }
+    }
+
+    /// Drops what earlier scans concluded of `thread`: a job its stamps told came in between, so
+    /// they no longer bound the next job's start (a job first seen by a scan now is dated from then).
+    private func forgetScanConclusions(_ thread: PoolThread) {
+        thread.last = nil
+        thread.scanDemand = nil
+        thread.awaySince = nil
+        thread.awaySeenAt = nil
+        thread.briefRunAt = nil
+        thread.briefRunInJobAt = nil
+        thread.jobShare = nil
+        thread.blockedAt = nil
+        thread.idleCPU = nil
+        thread.blockedCPU = nil
+        thread.cpu = nil
+        // A job seen next by a scan is dated from that scan, not signalled for at once as a thread
+        // with no baseline would be.
+        thread.inconclusiveSignalAt = nil
+    }
+
+    private func observeByScan(_ thread: PoolThread, tid: ThreadID, now: MonotonicInstant, frames: SwiftJobFrames, maySignal: @autoclosure () -> Bool) -> Bool {
         // An idle worker that has not run since a scan saw it in its idle wait is still there:
         // one CPU clock read (a system call, no file) instead of two /proc reads.
         var cpuNow: UInt64 = 0
@@ -373,6 +454,10 @@ final class PoolJobWatcher {
         var onCPU = false
         let job: PoolJob??  // nil: no new evidence, keep the previous conclusion
         if call.nr >= 0, let wait = thread.idleWaits.firstIndex(where: { Self.sameWait($0, call) }) {
+            if stampsReadable, thread.threadPointer == 0, thread.threadPointerTries < 3 {
+                thread.threadPointer = sw_thread_pointer_from_stack(tid.rawValue, call.sp)
+                if thread.threadPointer == 0 { thread.threadPointerTries += 1 }
+            }
             thread.blockedAt = nil
             thread.cpu = nil
             thread.idleForWork = thread.waitsForWork[wait]
@@ -382,6 +467,10 @@ final class PoolJobWatcher {
             if clockRead { thread.idleCPU = cpuNow }
         } else if call.nr >= 0 {
             if clockRead { thread.blockedCPU = cpuNow }
+            if stampsReadable, thread.threadPointer == 0, thread.threadPointerTries < 3 {
+                thread.threadPointer = sw_thread_pointer_from_stack(tid.rawValue, call.sp)
+                if thread.threadPointer == 0 { thread.threadPointerTries += 1 }
+            }
             if let before = thread.blockedAt, Self.sameWait(before.call, call), before.timeslices == slices {
                 job = nil // it has not run since: the same wait in the same job (or the same idle wait)
                 thread.idleForWork = wasIdleForWork
@@ -627,13 +716,21 @@ package enum PoolScanCost {
         package var procReads: UInt64
         /// Pool-thread CPU clock reads.
         package var cpuClockReads: UInt64
+        /// Jobs dated by their enqueue stamp (``PoolJobStamps``), and task runs found whose
+        /// stamp did not date them (left to the scans).
+        package var stampedJobs: UInt64 = 0
+        package var unstampedJobs: UInt64 = 0
     }
     static let scanCount = Atomic<UInt64>(0)
     static let procReadCount = Atomic<UInt64>(0)
     static let clockReadCount = Atomic<UInt64>(0)
+    static let stampedJobCount = Atomic<UInt64>(0)
+    static let unstampedJobCount = Atomic<UInt64>(0)
     /// The scans' cost so far, over every watcher of the process.
     package static var counts: Counts {
         Counts(scans: scanCount.load(ordering: .relaxed), procReads: procReadCount.load(ordering: .relaxed),
-               cpuClockReads: clockReadCount.load(ordering: .relaxed))
+               cpuClockReads: clockReadCount.load(ordering: .relaxed),
+               stampedJobs: stampedJobCount.load(ordering: .relaxed),
+               unstampedJobs: unstampedJobCount.load(ordering: .relaxed))
     }
 }

@@ -195,6 +195,8 @@ public final class Watchdog: Sendable {
         // The async call chains of pool jobs: learnt from a probe job once per process, where
         // stacks are sampled at all (elsewhere the start message says what is missing).
         if SamplingSupport.isAvailable { learnAsyncChains() }
+        // Where the runtime keeps a thread's running task, for dating pool jobs by their stamps.
+        if SamplingSupport.isAvailable, configuration.watchPoolJobs { PoolJobStamps.learnInBackground() }
         if !Self.symbolsPreloaded.exchange(true, ordering: .relaxed) {
             do {
                 try Symbolizer.shared.preloadInBackground()

@@ -30,6 +30,8 @@ final class WatchdogEngine {
     private var userSources: [LoopSource] = []
     let poolWatcher: PoolJobWatcher?
     private var nextPoolScan: MonotonicInstant?
+    /// Whether the log said once why pool jobs are not dated by their stamps.
+    private var stampsUnusableSaid = false
     /// Whether the pool rests, unscanned until it is given work (see ``PoolRest``).
     private var poolRest: PoolRest
     /// Event loops that sleep in `epoll_wait` are watched through their descriptors rather than
@@ -134,6 +136,8 @@ final class WatchdogEngine {
                 poolWatcher = watcher
                 let hook = sw_pool_wake_install()
                 poolRest = PoolRest(installed: hook == 0)
+                // Jobs are dated by their enqueue stamps where the running task can be read.
+                if hook == 0 { sw_job_stamps_enable(1) }
                 if hook != 0 {
                     logger.info("the pool is scanned every \(schedule.poolScanPeriod) even when idle",
                                 metadata: ["reason": "\(hook == -1 ? "swift_task_enqueueGlobal_hook not found" : "another enqueue hook sits on top of Stallwatch's")"])
@@ -285,6 +289,10 @@ final class WatchdogEngine {
             poolRest.prepareScan(now: now, wake: !pingsEveryRound,
                                  timerDelay: loopRest.hasSet ? schedule.poolScanPeriod : nil)
             if poolWatcher.scan(now: now, maySignal: maySignal) { syncMonitors() }
+            if !stampsUnusableSaid, let why = PoolJobStamps.unusableReason {
+                logger.notice("pool jobs are dated by scans, not by their enqueue stamps", metadata: ["reason": "\(why)"])
+                stampsUnusableSaid = true
+            }
             for note in poolWatcher.takeUnwatchedNotes() {
                 logger.warning("pool worker not watched", metadata: ["why": "\(note)"])
                 emit(.error(note))
@@ -451,7 +459,10 @@ final class WatchdogEngine {
     func shutdown() {
         idleSleep.close()
         loopRest.close()
-        if poolRest.installed { sw_pool_wake_uninstall() }
+        if poolRest.installed {
+            sw_job_stamps_enable(0)
+            sw_pool_wake_uninstall()
+        }
         let now = MonotonicClock.now()
         for m in monitors.values { cutShort(m, now: now) }
         monitors.removeAll()
