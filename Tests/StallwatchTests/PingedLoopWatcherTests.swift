@@ -1,4 +1,5 @@
 import CSamplerTestSupport
+import Dispatch
 import Glibc
 import Synchronization
 import Testing
@@ -54,7 +55,21 @@ struct PingedLoopWatcherTests {
         // Looked at, not pinged: a tick ended since the last look means the loop is free.
         watcher.lookOrPing()
         #expect(probe.postedNanoseconds == 0 && jobs.isEmpty)
-        #expect(probe.counters.pings.load(ordering: .relaxed) == 0)
+        #expect(watcher.counters.snapshot.pings == 0 && watcher.counters.snapshot.looks == 1)
+    }
+
+    @Test("a loop without ticks is pinged once per outstanding ping, each counted")
+    func pingedLoopIsPinged() {
+        let (probe, jobs) = Self.heldProbe("pinged")
+        let watcher = PingedLoopWatcher(probe: probe)
+        watcher.lookOrPing()
+        watcher.lookOrPing()
+        #expect(probe.postedNanoseconds != 0)
+        #expect(watcher.counters.snapshot == LookCounters.Snapshot(looks: 0, cpuClockReads: 0, procReads: 0, busy: 0, pings: 1),
+                "one ping outstanding at a time: \(watcher.counters.snapshot)")
+        jobs.runAll()
+        watcher.lookOrPing()
+        #expect(watcher.counters.snapshot.pings == 2)
     }
 
     @Test("a looked-at loop busy between ticks: an outstanding look, answered by its next tick's end")
@@ -84,6 +99,7 @@ struct PingedLoopWatcherTests {
             looked = probe.postedNanoseconds != 0
         }
         #expect(looked && probe.outstandingLook, "no look found the spinning loop busy")
+        #expect(watcher.counters.snapshot.busy == 1)
         #expect(jobs.isEmpty, "a look posts nothing")
         let posted = probe.postedNanoseconds
         #expect(watcher.estimatedStart(posted: MonotonicInstant(nanoseconds: posted), pingPeriod: .milliseconds(40))
@@ -133,6 +149,22 @@ struct PingedLoopWatcherTests {
         // Free until it was woken: a ping posted 10 ms on is dated from the wake, at the midpoint.
         let posted = MonotonicInstant(nanoseconds: woken + 10_000_000)
         #expect(watcher.estimatedStart(posted: posted, pingPeriod: .milliseconds(40)) == posted - .milliseconds(5))
+    }
+
+    @Test("a watchdog shows a pinged loop's counts only while its thread watches the loop")
+    func watchdogShowsCounts() throws {
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(300), watchPoolJobs: false),
+                                    metrics: nil) { _ in }
+        let probe = PingProbe.dispatchQueue(DispatchQueue(label: "sw-counted"), name: "counted")
+        watchdog.monitor(probe)
+        #expect(watchdog.lookCounts(of: probe) == nil, "not watched before the thread runs")
+        try watchdog.start()
+        defer { watchdog.stop() }
+        // The first ping goes out when the probe is monitored; the watcher posts the next ones.
+        #expect(eventually(timeout: .seconds(10)) { (watchdog.lookCounts(of: probe)?.pings ?? 0) >= 2 })
+        #expect(watchdog.lookCounts(of: probe)?.looks == 0, "a queue is pinged, never looked at")
+        watchdog.unmonitor(probe)
+        #expect(eventually(timeout: .seconds(10)) { watchdog.lookCounts(of: probe) == nil })
     }
 
     @Test("a waiting ping is dated at the midpoint since the loop was last free, at most half a period back")

@@ -35,8 +35,6 @@ public final class PingProbe: Sendable {
     private let lastTickEnd = Atomic<UInt64>(0)
     private let longestTick = Atomic<UInt64>(0)
     private let outstandingIsLook = Atomic<Bool>(false)
-    /// What posting and looking cost (for benchmarks and tests).
-    let counters = LookCounters()
     /// Whether this probe pings the cooperative pool (``cooperativePool(name:priority:)``): then
     /// the pool's workers are looked at instead while one of them waits for work.
     let watchesCooperativePool: Bool
@@ -58,11 +56,11 @@ public final class PingProbe: Sendable {
     /// How late the last ping ran after it was posted.
     public var lastLatency: Duration { .nanoseconds(Int64(clamping: lastLateness.load(ordering: .relaxed))) }
 
-    /// Posts a ping unless one is still outstanding. Called by the watchdog each round.
-    func pingIfIdle() {
-        guard postedAt.load(ordering: .acquiring) == 0 else { return }
+    /// Posts a ping unless one is still outstanding; returns whether it did.
+    @discardableResult
+    func pingIfIdle() -> Bool {
+        guard postedAt.load(ordering: .acquiring) == 0 else { return false }
         let now = MonotonicClock.nowNanoseconds()
-        counters.pings.add(1, ordering: .relaxed)
         let gen = generation.add(1, ordering: .relaxed).newValue
         postedAt.store(now, ordering: .releasing)
         post { [self] in
@@ -79,6 +77,7 @@ public final class PingProbe: Sendable {
             answered.add(1, ordering: .releasing)
             postedAt.store(0, ordering: .releasing)
         }
+        return true
     }
 
     /// Records one tick the loop finished, with its exact start and end on the monotonic clock:
@@ -118,7 +117,6 @@ public final class PingProbe: Sendable {
     /// A look found the loop busy between ticks at `now`: an outstanding "ping" that the loop's next
     /// tick end answers, nothing posted.
     func beginLook(at now: UInt64) {
-        counters.busy.add(1, ordering: .relaxed)
         generation.add(1, ordering: .relaxed)
         outstandingIsLook.store(true, ordering: .sequentiallyConsistent)
         postedAt.store(now, ordering: .sequentiallyConsistent)
@@ -155,9 +153,6 @@ public final class PingProbe: Sendable {
 
     /// The pool worker a look found busy: the thread a report of this loop samples until a ping runs.
     func noteBusyWorker(_ worker: ThreadID) { threadID.store(worker.rawValue, ordering: .relaxed) }
-
-    /// What looks at this loop have cost and found (for benchmarks).
-    package var lookCounts: LookCounters.Snapshot { counters.snapshot }
 
     /// The exact bounds of the busy period the ping posted at `posted` measured, if the loop's
     /// ticks tell them; `answered` is when that ping ran.

@@ -3,7 +3,8 @@ import StallwatchReport
 
 /// The watchdog's side of one ``PingProbe``, on its thread only: which answers it has taken, and,
 /// for a loop that reports its ticks or is the cooperative pool, how the loop is looked at instead
-/// of pinged and whether it rests. The probe keeps only what its pings and the loop's ticks post.
+/// of pinged and whether it rests, and what its looks cost. The probe keeps only what its pings
+/// and the loop's ticks post.
 ///
 /// A loop that reports its ticks is looked at (``LoopLook``): a tick ended since the last look, or
 /// its thread waits in `epoll_wait`, means it is free; otherwise it is busy since about now, and its
@@ -11,6 +12,8 @@ import StallwatchReport
 /// Nothing is posted to either, so an idle loop or pool is never woken. Other loops are pinged.
 final class PingedLoopWatcher {
     let probe: PingProbe
+    /// What this watcher's looks and pings cost and found (for benchmarks and tests).
+    let counters = LookCounters()
     /// The probe's answered count at the last ``takeAnsweredLatency()``.
     private var answersTaken: UInt64 = 0
     /// The tick end the last look saw (monotonic ns).
@@ -57,7 +60,7 @@ final class PingedLoopWatcher {
     func lookAtPool(_ watcher: PoolJobWatcher) {
         guard probe.postedNanoseconds == 0 else { return }
         guard let workerName = learntPoolWorkerName() else {
-            probe.pingIfIdle()
+            ping()
             return
         }
         let look = watcher.look(atPoolNamed: workerName, pingedOn: probe.thread)
@@ -65,9 +68,14 @@ final class PingedLoopWatcher {
             freeAtRest()
             return
         }
-        probe.counters.busy.add(1, ordering: .relaxed)
+        counters.busy.add(1, ordering: .relaxed)
         if let worker = look.busyWorker { probe.noteBusyWorker(worker) }
-        probe.pingIfIdle()
+        ping()
+    }
+
+    /// Posts a ping unless one is outstanding, counted.
+    private func ping() {
+        if probe.pingIfIdle() { counters.pings.add(1, ordering: .relaxed) }
     }
 
     /// The name of the pool's workers: the name of the thread that ran the last ping, read once
@@ -84,7 +92,7 @@ final class PingedLoopWatcher {
     /// (``PoolRest``), or a loop rests in `epoll_wait` (``LoopRest``). Counted as a look.
     func freeAtRest() {
         guard probe.postedNanoseconds == 0 else { return }
-        probe.counters.looks.add(1, ordering: .relaxed)
+        counters.looks.add(1, ordering: .relaxed)
         freeAt = MonotonicClock.nowNanoseconds()
     }
 
@@ -100,7 +108,7 @@ final class PingedLoopWatcher {
                 probe.answerLook(posted: posted, ran: end)
             } else if let tid = probe.tickingThread,
                       LoopLookPolicy.judge(tickEnded: false, thread: LoopLook.readThread(
-                          tid, idleCPU: UInt64.max, counters: probe.counters).state) == .asleep {
+                          tid, idleCPU: UInt64.max, counters: counters).state) == .asleep {
                 // Back in epoll_wait with no tick since: the look caught the end of the tick
                 // before it was reported, and the loop was never busy after it.
                 probe.answerLook(posted: posted, ran: posted)
@@ -108,17 +116,17 @@ final class PingedLoopWatcher {
             return
         }
         guard let tid = probe.tickingThread else {
-            probe.pingIfIdle()
+            ping()
             return
         }
-        probe.counters.looks.add(1, ordering: .relaxed)
+        counters.looks.add(1, ordering: .relaxed)
         let now = MonotonicClock.nowNanoseconds()
         let end = probe.lastTickEndNanoseconds
         let tickEnded = end != seenTickEnd
         seenTickEnd = end
         var read: (state: LoopLookPolicy.ThreadState, cpu: UInt64, epollFD: Int32?)?
         if !tickEnded {
-            read = LoopLook.readThreadAndWait(tid, idleCPU: idleCPU, counters: probe.counters)
+            read = LoopLook.readThreadAndWait(tid, idleCPU: idleCPU, counters: counters)
         }
         let verdict = LoopLookPolicy.judge(tickEnded: tickEnded, thread: read?.state)
         lastLookFoundAsleep = verdict == .asleep
@@ -135,6 +143,7 @@ final class PingedLoopWatcher {
             break
         case .busy:
             idleCPU = UInt64.max
+            counters.busy.add(1, ordering: .relaxed)
             probe.beginLook(at: now)
         }
     }

@@ -109,6 +109,9 @@ final class WatchdogEngine {
 
     /// Called with each stall's final report, after it went to the writer (the profile exporter).
     var onFinalReport: ((StallReport) -> Void)?
+    /// Called with a pinged loop's look counters when its watcher is made, and with `nil` when it
+    /// is gone: what ``Watchdog/lookCounts(of:)`` reads from other threads.
+    var onLookCounters: ((ObjectIdentifier, LookCounters?) -> Void)?
 
     init(configuration: WatchdogConfiguration, sampler: StackSampler, writer: ReportWriter?, logger: Logger,
          metrics: WatchdogMetrics?, emit: @escaping (WatchdogEvent) -> Void) {
@@ -168,6 +171,7 @@ final class WatchdogEngine {
         for (id, m) in monitors where !isWanted(id) {
             cutShort(m, now: MonotonicClock.now())
             monitors[id] = nil
+            if m.pinged != nil { onLookCounters?(id, nil) }
         }
         func add(_ s: LoopSource) {
             guard monitors[s.identity] == nil else { return }
@@ -177,6 +181,7 @@ final class WatchdogEngine {
                 monitor.ownsBusyRecord = false
             }
             monitors[s.identity] = monitor
+            if let pinged = monitor.pinged { onLookCounters?(s.identity, pinged.counters) }
         }
         for s in userSources { add(s) }
         for probe in poolProbes { add(.heartbeat(probe)) }
@@ -453,7 +458,10 @@ final class WatchdogEngine {
         loopRest.close()
         if poolRest.installed { sw_pool_wake_uninstall() }
         let now = MonotonicClock.now()
-        for m in monitors.values { cutShort(m, now: now) }
+        for (id, m) in monitors {
+            cutShort(m, now: now)
+            if m.pinged != nil { onLookCounters?(id, nil) }
+        }
         monitors.removeAll()
     }
 
