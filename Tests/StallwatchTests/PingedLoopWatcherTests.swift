@@ -27,6 +27,14 @@ struct PingedLoopWatcherTests {
         return (probe, jobs)
     }
 
+    /// A probe of a loop that reports its ticks, whose pings wait in the returned jobs.
+    private static func tickingProbe(_ name: String) -> (PingProbe, LoopTickRecord, HeldJobs) {
+        let jobs = HeldJobs()
+        let record = LoopTickRecord()
+        let probe = PingProbe(name: name, target: .tickingLoop(record)) { jobs.post($0) }
+        return (probe, record, jobs)
+    }
+
     @Test("a ping answered before the watcher is not its lag; each later answer is taken once")
     func lagIsEachAnswerOnce() {
         let (probe, jobs) = Self.heldProbe("held")
@@ -45,7 +53,7 @@ struct PingedLoopWatcherTests {
 
     @Test("a loop that reports its ticks: its longest tick since the last take is its lag, with no ping")
     func tickIsLag() {
-        let (probe, jobs) = Self.heldProbe("ticking")
+        let (probe, _, jobs) = Self.tickingProbe("ticking")
         let watcher = PingedLoopWatcher(probe: probe)
         let start = MonotonicClock.nowNanoseconds()
         probe.recordTick(startNanoseconds: start, endNanoseconds: start + 3_000_000)
@@ -62,6 +70,7 @@ struct PingedLoopWatcherTests {
     func pingedLoopIsPinged() {
         let (probe, jobs) = Self.heldProbe("pinged")
         let watcher = PingedLoopWatcher(probe: probe)
+        #expect(watcher.ticks == nil && !watcher.watchesCooperativePool)
         watcher.lookOrPing()
         watcher.lookOrPing()
         #expect(probe.postedNanoseconds != 0)
@@ -74,7 +83,7 @@ struct PingedLoopWatcherTests {
 
     @Test("a looked-at loop busy between ticks: an outstanding look, answered by its next tick's end")
     func busyBetweenTicksIsALook() throws {
-        let (probe, jobs) = Self.heldProbe("busy")
+        let (probe, record, jobs) = Self.tickingProbe("busy")
         let watcher = PingedLoopWatcher(probe: probe)
         let tickAgain = Atomic<Bool>(false)
         let loop = TestThread(name: "sw-busy-loop") { t in
@@ -86,7 +95,7 @@ struct PingedLoopWatcherTests {
             probe.recordTick(startNanoseconds: busyFrom, endNanoseconds: MonotonicClock.nowNanoseconds())
         }
         defer { loop.stopAndJoin() }
-        #expect(eventually(timeout: .seconds(10)) { probe.lastTickEndNanoseconds != 0 })
+        #expect(eventually(timeout: .seconds(10)) { record.lastTickEndNanoseconds != 0 })
         watcher.lookOrPing()  // the first tick ended since the last look: free
         #expect(probe.postedNanoseconds == 0)
         // The thread spins now: the next look finds it running, with no tick ended since.
@@ -98,7 +107,7 @@ struct PingedLoopWatcherTests {
             watcher.lookOrPing()
             looked = probe.postedNanoseconds != 0
         }
-        #expect(looked && probe.outstandingLook, "no look found the spinning loop busy")
+        #expect(looked && record.outstandingLook, "no look found the spinning loop busy")
         #expect(watcher.counters.snapshot.busy == 1)
         #expect(jobs.isEmpty, "a look posts nothing")
         let posted = probe.postedNanoseconds
@@ -111,7 +120,7 @@ struct PingedLoopWatcherTests {
 
     @Test("a looked-at loop asleep in epoll_wait: free, and its descriptor is the one to rest on")
     func asleepInEpollWait() throws {
-        let (probe, _) = Self.heldProbe("asleep")
+        let (probe, record, _) = Self.tickingProbe("asleep")
         let watcher = PingedLoopWatcher(probe: probe)
         var eventfd: Int32 = -1
         let epfd = sw_test_loop_epoll(&eventfd)
@@ -128,7 +137,7 @@ struct PingedLoopWatcherTests {
             sw_test_loop_kick(efd)
             loop.stopAndJoin()
         }
-        #expect(eventually(timeout: .seconds(10)) { probe.lastTickEndNanoseconds != 0 })
+        #expect(eventually(timeout: .seconds(10)) { record.lastTickEndNanoseconds != 0 })
         watcher.lookOrPing()  // the tick ended since the last look
         #expect(watcher.asleepEpollFD == nil, "a look that saw a tick end did not see the thread")
         let deadline = ContinuousClock.now + .seconds(10)

@@ -185,10 +185,7 @@ final class WatchdogEngine {
         }
         for s in userSources { add(s) }
         for probe in poolProbes { add(.heartbeat(probe)) }
-        poolIsLookedAt = poolWatcher != nil && userSources.contains {
-            if case .ping(let p) = $0 { return p.watchesCooperativePool }
-            return false
-        }
+        poolIsLookedAt = poolWatcher != nil && monitors.values.contains { $0.pinged?.watchesCooperativePool == true }
     }
 
     /// Whether a cooperative pool's ping is replaced by looks at its workers (see
@@ -353,7 +350,7 @@ final class WatchdogEngine {
 
     /// A pinged loop after its step: free at rest, or its next ping or look when one is due.
     private func postPing(_ p: PingedLoopWatcher, now: MonotonicInstant, settled: Bool, pingDue: Bool, summary: inout LoopRoundSummary) {
-        if p.probe.watchesCooperativePool && poolIsFree {
+        if p.watchesCooperativePool && poolIsFree {
             // Every worker waits for work and the pool was given none: free, with no
             // ping and no look due until an enqueue ends the rest.
             p.freeAtRest()
@@ -364,9 +361,9 @@ final class WatchdogEngine {
             summary.anyPing = true
             // The pool's own ping stops while the pool rests: only other loops' keep the
             // rounds going.
-            if !p.probe.watchesCooperativePool { summary.anyOtherPing = true }
+            if !p.watchesCooperativePool { summary.anyOtherPing = true }
             if pingDue && settled {
-                if p.probe.watchesCooperativePool, let poolWatcher, poolWatcher.lastScan == now {
+                if p.watchesCooperativePool, let poolWatcher, poolWatcher.lastScan == now {
                     p.lookAtPool(poolWatcher)
                     loopRest.loopAwake()
                 } else {
