@@ -74,7 +74,9 @@ extension Watchdog {
     public func monitor(eventLoopGroup group: MultiThreadedEventLoopGroup, ticks: EventLoopTickTimer,
                         namePrefix: String = "nio-loop") -> [PingProbe] {
         group.makeIterator().enumerated().map { index, loop in
-            let probe = PingProbe(name: "\(namePrefix)-\(index)") { job in loop.execute(job) }
+            let probe = PingProbe(name: "\(namePrefix)-\(index)", target: .tickingLoop(LoopTickRecord())) { job in
+                loop.execute(job)
+            }
             ticks.attach(probe, to: loop)
             monitor(probe)
             return probe

@@ -180,7 +180,7 @@ extension TickTimerTests {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { try? group.syncShutdownGracefully() }
         let loop = group.next()
-        let probe = PingProbe(name: "ticked-loop") { job in loop.execute(job) }
+        let probe = PingProbe(name: "ticked-loop", target: .tickingLoop(LoopTickRecord())) { job in loop.execute(job) }
         let directory = NSTemporaryDirectory() + "stallwatch-unseen-tick-\(getpid())"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -1,4 +1,5 @@
 import CSamplerTestSupport
+import Dispatch
 import Glibc
 import Synchronization
 import Testing
@@ -26,6 +27,14 @@ struct PingedLoopWatcherTests {
         return (probe, jobs)
     }
 
+    /// A probe of a loop that reports its ticks, whose pings wait in the returned jobs.
+    private static func tickingProbe(_ name: String) -> (PingProbe, LoopTickRecord, HeldJobs) {
+        let jobs = HeldJobs()
+        let record = LoopTickRecord()
+        let probe = PingProbe(name: name, target: .tickingLoop(record)) { jobs.post($0) }
+        return (probe, record, jobs)
+    }
+
     @Test("a ping answered before the watcher is not its lag; each later answer is taken once")
     func lagIsEachAnswerOnce() {
         let (probe, jobs) = Self.heldProbe("held")
@@ -44,7 +53,7 @@ struct PingedLoopWatcherTests {
 
     @Test("a loop that reports its ticks: its longest tick since the last take is its lag, with no ping")
     func tickIsLag() {
-        let (probe, jobs) = Self.heldProbe("ticking")
+        let (probe, _, jobs) = Self.tickingProbe("ticking")
         let watcher = PingedLoopWatcher(probe: probe)
         let start = MonotonicClock.nowNanoseconds()
         probe.recordTick(startNanoseconds: start, endNanoseconds: start + 3_000_000)
@@ -54,12 +63,27 @@ struct PingedLoopWatcherTests {
         // Looked at, not pinged: a tick ended since the last look means the loop is free.
         watcher.lookOrPing()
         #expect(probe.postedNanoseconds == 0 && jobs.isEmpty)
-        #expect(probe.counters.pings.load(ordering: .relaxed) == 0)
+        #expect(watcher.counters.snapshot.pings == 0 && watcher.counters.snapshot.looks == 1)
+    }
+
+    @Test("a loop without ticks is pinged once per outstanding ping, each counted")
+    func pingedLoopIsPinged() {
+        let (probe, jobs) = Self.heldProbe("pinged")
+        let watcher = PingedLoopWatcher(probe: probe)
+        #expect(watcher.ticks == nil && !watcher.watchesCooperativePool)
+        watcher.lookOrPing()
+        watcher.lookOrPing()
+        #expect(probe.postedNanoseconds != 0)
+        #expect(watcher.counters.snapshot == LookCounters.Snapshot(looks: 0, cpuClockReads: 0, procReads: 0, busy: 0, pings: 1),
+                "one ping outstanding at a time: \(watcher.counters.snapshot)")
+        jobs.runAll()
+        watcher.lookOrPing()
+        #expect(watcher.counters.snapshot.pings == 2)
     }
 
     @Test("a looked-at loop busy between ticks: an outstanding look, answered by its next tick's end")
     func busyBetweenTicksIsALook() throws {
-        let (probe, jobs) = Self.heldProbe("busy")
+        let (probe, record, jobs) = Self.tickingProbe("busy")
         let watcher = PingedLoopWatcher(probe: probe)
         let tickAgain = Atomic<Bool>(false)
         let loop = TestThread(name: "sw-busy-loop") { t in
@@ -71,7 +95,7 @@ struct PingedLoopWatcherTests {
             probe.recordTick(startNanoseconds: busyFrom, endNanoseconds: MonotonicClock.nowNanoseconds())
         }
         defer { loop.stopAndJoin() }
-        #expect(eventually(timeout: .seconds(10)) { probe.lastTickEndNanoseconds != 0 })
+        #expect(eventually(timeout: .seconds(10)) { record.lastTickEndNanoseconds != 0 })
         watcher.lookOrPing()  // the first tick ended since the last look: free
         #expect(probe.postedNanoseconds == 0)
         // The thread spins now: the next look finds it running, with no tick ended since.
@@ -83,7 +107,8 @@ struct PingedLoopWatcherTests {
             watcher.lookOrPing()
             looked = probe.postedNanoseconds != 0
         }
-        #expect(looked && probe.outstandingLook, "no look found the spinning loop busy")
+        #expect(looked && record.outstandingLook, "no look found the spinning loop busy")
+        #expect(watcher.counters.snapshot.busy == 1)
         #expect(jobs.isEmpty, "a look posts nothing")
         let posted = probe.postedNanoseconds
         #expect(watcher.estimatedStart(posted: MonotonicInstant(nanoseconds: posted), pingPeriod: .milliseconds(40))
@@ -95,7 +120,7 @@ struct PingedLoopWatcherTests {
 
     @Test("a looked-at loop asleep in epoll_wait: free, and its descriptor is the one to rest on")
     func asleepInEpollWait() throws {
-        let (probe, _) = Self.heldProbe("asleep")
+        let (probe, record, _) = Self.tickingProbe("asleep")
         let watcher = PingedLoopWatcher(probe: probe)
         var eventfd: Int32 = -1
         let epfd = sw_test_loop_epoll(&eventfd)
@@ -112,7 +137,7 @@ struct PingedLoopWatcherTests {
             sw_test_loop_kick(efd)
             loop.stopAndJoin()
         }
-        #expect(eventually(timeout: .seconds(10)) { probe.lastTickEndNanoseconds != 0 })
+        #expect(eventually(timeout: .seconds(10)) { record.lastTickEndNanoseconds != 0 })
         watcher.lookOrPing()  // the tick ended since the last look
         #expect(watcher.asleepEpollFD == nil, "a look that saw a tick end did not see the thread")
         let deadline = ContinuousClock.now + .seconds(10)
@@ -133,6 +158,22 @@ struct PingedLoopWatcherTests {
         // Free until it was woken: a ping posted 10 ms on is dated from the wake, at the midpoint.
         let posted = MonotonicInstant(nanoseconds: woken + 10_000_000)
         #expect(watcher.estimatedStart(posted: posted, pingPeriod: .milliseconds(40)) == posted - .milliseconds(5))
+    }
+
+    @Test("a watchdog shows a pinged loop's counts only while its thread watches the loop")
+    func watchdogShowsCounts() throws {
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(300), watchPoolJobs: false),
+                                    metrics: nil) { _ in }
+        let probe = PingProbe.dispatchQueue(DispatchQueue(label: "sw-counted"), name: "counted")
+        watchdog.monitor(probe)
+        #expect(watchdog.lookCounts(of: probe) == nil, "not watched before the thread runs")
+        try watchdog.start()
+        defer { watchdog.stop() }
+        // The first ping goes out when the probe is monitored; the watcher posts the next ones.
+        #expect(eventually(timeout: .seconds(10)) { (watchdog.lookCounts(of: probe)?.pings ?? 0) >= 2 })
+        #expect(watchdog.lookCounts(of: probe)?.looks == 0, "a queue is pinged, never looked at")
+        watchdog.unmonitor(probe)
+        #expect(eventually(timeout: .seconds(10)) { watchdog.lookCounts(of: probe) == nil })
     }
 
     @Test("a waiting ping is dated at the midpoint since the loop was last free, at most half a period back")

@@ -13,7 +13,7 @@ struct PoolLookTests {
 
     /// A watchdog with pool-job watching on (the default) and the pool's probe, past its first
     /// ping (which names the pool's workers) and a few idle rounds.
-    func watch(_ body: (PingProbe, EventLog) async throws -> Void) async throws {
+    func watch(_ body: (PingProbe, Watchdog, EventLog) async throws -> Void) async throws {
         let log = EventLog()
         let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: Self.threshold)) { log.append($0) }
         let probe = PingProbe.cooperativePool()
@@ -21,19 +21,24 @@ struct PoolLookTests {
         try watchdog.start()
         defer { watchdog.stop() }
         try await Task.sleep(for: .milliseconds(400))
-        try await body(probe, log)
+        try await body(probe, watchdog, log)
+    }
+
+    /// The watchdog's counts of its looks at the pool (all zero before its thread watches the pool).
+    private func counts(_ probe: PingProbe, _ watchdog: Watchdog) -> LookCounters.Snapshot {
+        watchdog.lookCounts(of: probe) ?? LookCounters.Snapshot(looks: 0, cpuClockReads: 0, procReads: 0, busy: 0, pings: 0)
     }
 
     @Test("an idle pool gets looks, not pings")
     func idlePool() async throws {
-        try await watch { probe, log in
+        try await watch { probe, watchdog, log in
             // The first scans symbolize each worker's wait once; under ASan that indexes the test
             // binary's symbols (its interceptors are on the stack) and takes a while.
             let deadline = ContinuousClock.now + .seconds(15)
-            while probe.lookCounts.looks == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-            let before = probe.lookCounts
+            while counts(probe, watchdog).looks == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            let before = counts(probe, watchdog)
             try await Task.sleep(for: .seconds(1))
-            let after = probe.lookCounts
+            let after = counts(probe, watchdog)
             // A ping every 40 ms would be 25; the test's own awaits may catch a worker away once or twice.
             // Looks: every 40 ms while the pool is scanned, one per late scan while it rests (PoolRest).
             #expect(after.pings - before.pings <= 3, "\(before) → \(after)")
@@ -47,8 +52,8 @@ struct PoolLookTests {
     /// about a second, and keeps it a while): the pool starves, and its probe must say so.
     @Test("a pool whose every worker blocks is reported once, blaming a blocked job")
     func starvedPool() async throws {
-        try await watch { probe, log in
-            let pingsBefore = probe.lookCounts.pings
+        try await watch { probe, watchdog, log in
+            let pingsBefore = counts(probe, watchdog).pings
             let count = max(ProcessInfo.processInfo.activeProcessorCount, Self.workers(named: "oot.default-qos").count, 1)
             let deadline = ContinuousClock.now + .milliseconds(900)
             let jobs = (0..<count).map { _ in
@@ -59,7 +64,7 @@ struct PoolLookTests {
             try await Task.sleep(for: .milliseconds(200))
             let reports = log.stalls.filter { $0.loopName == probe.name }
             #expect(Set(reports.map(\.id)).count == 1, "\(reports.map { ($0.id, $0.duration) })")
-            #expect(probe.lookCounts.pings > pingsBefore, "the busy pool was pinged")
+            #expect(counts(probe, watchdog).pings > pingsBefore, "the busy pool was pinged")
             let last = try #require(reports.last)
             #expect(last.blamedStack.contains { $0.symbol?.contains("poolFixtureBlockingSleep") == true },
                     "\(last.blamedStack.compactMap(\.symbol).prefix(10))")
@@ -75,7 +80,7 @@ struct PoolLookTests {
     /// the pool lists each blocked job with its stack and cause, and each job has one report of its own.
     @Test("a pool deadlocked on a semaphore: one pool report listing every blocked job, one report per job")
     func deadlockedPoolListsItsJobs() async throws {
-        try await watch { probe, log in
+        try await watch { probe, watchdog, log in
             let count = max(ProcessInfo.processInfo.activeProcessorCount, Self.workers(named: "oot.default-qos").count, 1)
             let gate = DispatchSemaphore(value: 0)
             let jobs = (0..<count).map { _ in Task.detached(priority: .medium) { poolFixtureWaitForSignal(gate) } }

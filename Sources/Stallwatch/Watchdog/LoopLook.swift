@@ -1,6 +1,5 @@
 import CSampler
 import StallwatchPolicy
-import Synchronization
 
 /// Reads what ``LoopLookPolicy`` needs about a loop's thread, as cheaply as possible: its CPU clock
 /// first (one system call, no file), and `/proc/self/task/TID/syscall` only when the clock moved
@@ -37,34 +36,5 @@ enum LoopLook {
     static func unmoved(_ tid: ThreadID, since idleCPU: UInt64) -> Bool {
         var cpu: UInt64 = 0
         return sw_thread_cpu_time_ns(tid.rawValue, &cpu) == 0 && cpu == idleCPU
-    }
-}
-
-/// What looks at one loop cost and found, for `bench`: counts, robust to a noisy machine.
-package final class LookCounters: Sendable {
-    let looks = Atomic<UInt64>(0)
-    let cpuClockReads = Atomic<UInt64>(0)
-    let procReads = Atomic<UInt64>(0)
-    let busy = Atomic<UInt64>(0)
-    let pings = Atomic<UInt64>(0)
-
-    /// The counts at one instant.
-    package struct Snapshot: Sendable, Equatable {
-        /// Looks taken in place of pings.
-        package var looks: UInt64
-        /// CPU clock reads of the loop thread.
-        package var cpuClockReads: UInt64
-        /// `/proc` reads of the loop thread.
-        package var procReads: UInt64
-        /// Looks that found the loop busy between ticks.
-        package var busy: UInt64
-        /// Real pings posted to the loop (before its first tick, or for a loop without ticks).
-        package var pings: UInt64
-    }
-
-    var snapshot: Snapshot {
-        Snapshot(looks: looks.load(ordering: .relaxed), cpuClockReads: cpuClockReads.load(ordering: .relaxed),
-                 procReads: procReads.load(ordering: .relaxed), busy: busy.load(ordering: .relaxed),
-                 pings: pings.load(ordering: .relaxed))
     }
 }

@@ -88,6 +88,19 @@ final class LoopMonitor {
         }
     }
 
+    /// The last busy period the loop was seen to end, for a stall that began and ended between two
+    /// rounds: a heartbeat's, or the newest long tick of a loop that reports its ticks. Other
+    /// pinged loops know a period only by the ping that waited in it: `nil`.
+    var lastEndedPeriod: (since: MonotonicInstant, end: MonotonicInstant)? {
+        switch source {
+        case .heartbeat(let p): p.lastEndedPeriod
+        case .ping: pinged?.ticks?.lastEndedPeriod
+        }
+    }
+
+    /// Whether the loop reports its own ticks (a NIO loop with a tick timer).
+    var reportsTicks: Bool { pinged?.ticks?.isReportingTicks ?? false }
+
     /// The loop's lag since the last call: a ping's latency, or the longest busy period that ended.
     func takeLag() -> Duration? {
         switch source {

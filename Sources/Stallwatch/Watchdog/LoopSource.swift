@@ -28,22 +28,6 @@ enum LoopSource: Sendable {
         }
     }
 
-    /// The last busy period the probe saw end, for a stall that began and ended between two
-    /// rounds: a heartbeat's, or the newest long tick of a loop that reports its ticks. Other
-    /// pings know a period only by the ping that waited in it: `nil`.
-    var lastEndedPeriod: (since: MonotonicInstant, end: MonotonicInstant)? {
-        switch self {
-        case .heartbeat(let p): p.lastEndedPeriod
-        case .ping(let p): p.lastEndedPeriod
-        }
-    }
-
-    /// Whether the loop reports its own ticks (a NIO loop with a tick timer).
-    var reportsTicks: Bool {
-        if case .ping(let p) = self { return p.isReportingTicks }
-        return false
-    }
-
     var thread: ThreadID? {
         switch self {
         case .heartbeat(let p): p.thread

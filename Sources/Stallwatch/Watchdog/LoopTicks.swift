@@ -45,7 +45,7 @@ package final class LoopTicks: Sendable {
     }
 
     /// The newest long tick (at least ``longTick``): its exact start and end. A tick longer than
-    /// the threshold that no look saw begin is a stall all the same (``PingProbe/lastEndedPeriod``).
+    /// the threshold that no look saw begin is a stall all the same (``LoopTickRecord/lastEndedPeriod``).
     var newestLong: (since: MonotonicInstant, end: MonotonicInstant)? {
         state.withLock { s in
             s.long.last.map { (MonotonicInstant(nanoseconds: $0.start), MonotonicInstant(nanoseconds: $0.end)) }

@@ -17,7 +17,7 @@ extension PingProbe {
     /// the default), a pool with a worker waiting for work is known free from that worker's thread,
     /// and the ping is posted only when every worker is away from its wait.
     public static func cooperativePool(name: String = "cooperative-pool", priority: TaskPriority = .medium) -> PingProbe {
-        PingProbe(name: name, watchesCooperativePool: true) { job in
+        PingProbe(name: name, target: .cooperativePool) { job in
             Task.detached(priority: priority) { job() }
         }
     }

@@ -3,7 +3,8 @@ import StallwatchReport
 
 /// The watchdog's side of one ``PingProbe``, on its thread only: which answers it has taken, and,
 /// for a loop that reports its ticks or is the cooperative pool, how the loop is looked at instead
-/// of pinged and whether it rests. The probe keeps only what its pings and the loop's ticks post.
+/// of pinged and whether it rests, and what its looks cost. The probe keeps only what its pings
+/// post; a loop's ticks go to its ``LoopTickRecord``.
 ///
 /// A loop that reports its ticks is looked at (``LoopLook``): a tick ended since the last look, or
 /// its thread waits in `epoll_wait`, means it is free; otherwise it is busy since about now, and its
@@ -11,6 +12,10 @@ import StallwatchReport
 /// Nothing is posted to either, so an idle loop or pool is never woken. Other loops are pinged.
 final class PingedLoopWatcher {
     let probe: PingProbe
+    /// What the loop reports of its ticks, if it does.
+    let ticks: LoopTickRecord?
+    /// What this watcher's looks and pings cost and found (for benchmarks and tests).
+    let counters = LookCounters()
     /// The probe's answered count at the last ``takeAnsweredLatency()``.
     private var answersTaken: UInt64 = 0
     /// The tick end the last look saw (monotonic ns).
@@ -30,6 +35,7 @@ final class PingedLoopWatcher {
 
     init(probe: PingProbe) {
         self.probe = probe
+        self.ticks = probe.target.tickRecord
         // Answers before this watcher (a probe monitored again) are not this loop's lag now.
         answersTaken = probe.answeredCount
     }
@@ -40,15 +46,19 @@ final class PingedLoopWatcher {
     func takeAnsweredLatency() -> Duration? {
         // A loop that reports ticks: its longest tick since the last call is as late as a ping
         // posted then could have been (a looked-at loop gets no ping while its ticks flow).
-        let tick = Duration.nanoseconds(Int64(clamping: probe.takeLongestTick()))
+        let tick = Duration.nanoseconds(Int64(clamping: ticks?.takeLongestTick() ?? 0))
         let count = probe.answeredCount
         guard count != answersTaken else { return tick == .zero ? nil : tick }
         answersTaken = count
         return max(probe.lastLatency, tick)
     }
 
+    /// Whether the probe pings the cooperative pool: then the pool's workers are looked at instead
+    /// while one of them waits for work.
+    var watchesCooperativePool: Bool { probe.target.isCooperativePool }
+
     /// Called once per ping period, in place of ``lookOrPing()``, for a probe that
-    /// ``PingProbe/watchesCooperativePool``, right after `watcher` scanned the pool's threads. A
+    /// ``watchesCooperativePool``, right after `watcher` scanned the pool's threads. A
     /// pool with a worker waiting for work starts a job at once (libdispatch wakes a waiting worker
     /// for each job it is given), so it is free and nothing is posted. Only when every worker is
     /// away from its wait is a ping posted, and the thread its report samples, until the ping runs,
@@ -57,7 +67,7 @@ final class PingedLoopWatcher {
     func lookAtPool(_ watcher: PoolJobWatcher) {
         guard probe.postedNanoseconds == 0 else { return }
         guard let workerName = learntPoolWorkerName() else {
-            probe.pingIfIdle()
+            ping()
             return
         }
         let look = watcher.look(atPoolNamed: workerName, pingedOn: probe.thread)
@@ -65,9 +75,14 @@ final class PingedLoopWatcher {
             freeAtRest()
             return
         }
-        probe.counters.busy.add(1, ordering: .relaxed)
+        counters.busy.add(1, ordering: .relaxed)
         if let worker = look.busyWorker { probe.noteBusyWorker(worker) }
-        probe.pingIfIdle()
+        ping()
+    }
+
+    /// Posts a ping unless one is outstanding, counted.
+    private func ping() {
+        if probe.pingIfIdle() { counters.pings.add(1, ordering: .relaxed) }
     }
 
     /// The name of the pool's workers: the name of the thread that ran the last ping, read once
@@ -84,7 +99,7 @@ final class PingedLoopWatcher {
     /// (``PoolRest``), or a loop rests in `epoll_wait` (``LoopRest``). Counted as a look.
     func freeAtRest() {
         guard probe.postedNanoseconds == 0 else { return }
-        probe.counters.looks.add(1, ordering: .relaxed)
+        counters.looks.add(1, ordering: .relaxed)
         freeAt = MonotonicClock.nowNanoseconds()
     }
 
@@ -94,31 +109,31 @@ final class PingedLoopWatcher {
         let posted = probe.postedNanoseconds
         if posted != 0 {
             // A look whose tick end came before the look was stored: the loop may be asleep now.
-            guard probe.outstandingLook else { return }
-            let end = probe.lastTickEndNanoseconds
+            guard let ticks, ticks.outstandingLook else { return }
+            let end = ticks.lastTickEndNanoseconds
             if end >= posted {
-                probe.answerLook(posted: posted, ran: end)
-            } else if let tid = probe.tickingThread,
+                ticks.answerLook(posted: posted, ran: end, of: probe)
+            } else if let tid = ticks.tickingThread,
                       LoopLookPolicy.judge(tickEnded: false, thread: LoopLook.readThread(
-                          tid, idleCPU: UInt64.max, counters: probe.counters).state) == .asleep {
+                          tid, idleCPU: UInt64.max, counters: counters).state) == .asleep {
                 // Back in epoll_wait with no tick since: the look caught the end of the tick
                 // before it was reported, and the loop was never busy after it.
-                probe.answerLook(posted: posted, ran: posted)
+                ticks.answerLook(posted: posted, ran: posted, of: probe)
             }
             return
         }
-        guard let tid = probe.tickingThread else {
-            probe.pingIfIdle()
+        guard let ticks, let tid = ticks.tickingThread else {
+            ping()
             return
         }
-        probe.counters.looks.add(1, ordering: .relaxed)
+        counters.looks.add(1, ordering: .relaxed)
         let now = MonotonicClock.nowNanoseconds()
-        let end = probe.lastTickEndNanoseconds
+        let end = ticks.lastTickEndNanoseconds
         let tickEnded = end != seenTickEnd
         seenTickEnd = end
         var read: (state: LoopLookPolicy.ThreadState, cpu: UInt64, epollFD: Int32?)?
         if !tickEnded {
-            read = LoopLook.readThreadAndWait(tid, idleCPU: idleCPU, counters: probe.counters)
+            read = LoopLook.readThreadAndWait(tid, idleCPU: idleCPU, counters: counters)
         }
         let verdict = LoopLookPolicy.judge(tickEnded: tickEnded, thread: read?.state)
         lastLookFoundAsleep = verdict == .asleep
@@ -135,7 +150,8 @@ final class PingedLoopWatcher {
             break
         case .busy:
             idleCPU = UInt64.max
-            probe.beginLook(at: now)
+            counters.busy.add(1, ordering: .relaxed)
+            ticks.beginLook(at: now, of: probe)
         }
     }
 
@@ -144,14 +160,14 @@ final class PingedLoopWatcher {
     /// The epoll descriptor the loop's thread sleeps in, if the last look found it asleep there
     /// (``LoopRest`` then watches that descriptor instead of looking).
     var asleepEpollFD: Int32? {
-        guard probe.isReportingTicks, lastLookFoundAsleep, probe.postedNanoseconds == 0 else { return nil }
+        guard ticks?.isReportingTicks == true, lastLookFoundAsleep, probe.postedNanoseconds == 0 else { return nil }
         return asleepIn >= 0 ? asleepIn : nil
     }
 
     /// Whether the loop's thread has not run since the look that found it asleep: checked once its
     /// descriptor is watched, since an event that came before that would not wake the watchdog.
     func stillAsleep() -> Bool {
-        guard let tid = probe.tickingThread, idleCPU != UInt64.max else { return false }
+        guard let tid = ticks?.tickingThread, idleCPU != UInt64.max else { return false }
         return LoopLook.unmoved(tid, since: idleCPU)
     }
 

@@ -48,6 +48,8 @@ public final class Watchdog: Sendable {
     private let control = Mutex<Control>(Control())
     /// Who gets each stall's final report (the OTLP profile exporter), on the watchdog thread.
     private let finalReportObservers = Mutex<[@Sendable (StallReport) -> Void]>([])
+    /// The look counters of each pinged loop the watchdog thread watches now.
+    private let lookCounters = Mutex<[ObjectIdentifier: LookCounters]>([:])
 
     private struct Control {
         var running = false
@@ -166,6 +168,12 @@ public final class Watchdog: Sendable {
         finalReportObservers.withLock { $0.append(observer) }
     }
 
+    /// What looking at `probe`'s loop has cost and found since this watchdog's thread began
+    /// watching it (for benchmarks and tests); `nil` while it does not.
+    package func lookCounts(of probe: PingProbe) -> LookCounters.Snapshot? {
+        lookCounters.withLock { $0[ObjectIdentifier(probe)] }?.snapshot
+    }
+
     /// An `error` event from a part of the package outside the watchdog thread (an exporter):
     /// counted, in ``events`` and to `onEvent`, and logged.
     package func post(error message: String) {
@@ -258,6 +266,7 @@ public final class Watchdog: Sendable {
         engine.onFinalReport = { [self] report in
             for observer in finalReportObservers.withLock({ $0 }) { observer(report) }
         }
+        engine.onLookCounters = { [self] id, counters in lookCounters.withLock { $0[id] = counters } }
         var seenVersion = -1
         // The watchdog sleeps on the word the pool's enqueue hook bumps (see ``PoolRest``); `stop()`
         // and a change of loops bump it too. Read before the round: a bump during it ends the wait.

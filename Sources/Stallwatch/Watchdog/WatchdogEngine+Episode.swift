@@ -26,12 +26,12 @@ extension WatchdogEngine {
     func step(_ m: LoopMonitor, now: MonotonicInstant, stoppedFor: Duration?) -> Bool {
         let busySince = m.source.busySince
         var endedAt = m.detector.watchedStamp.flatMap { m.source.end(ofPeriodSince: $0) }
-        if busySince == nil, m.inStall, case .ping(let probe) = m.source, let posted = m.detector.watchedStamp,
+        if busySince == nil, m.inStall, let ticks = m.pinged?.ticks, let posted = m.detector.watchedStamp,
            let answered = endedAt {
             // The tick that ran the ping is reported right after it ends: wait a little for it
             // rather than close the stall with the ping's view of it.
-            if probe.awaitsTick(after: answered), now - answered < Self.tickWait { return false }
-            if let bounds = probe.tickBounds(posted: posted, answered: answered) {
+            if ticks.awaitsTick(after: answered), now - answered < Self.tickWait { return false }
+            if let bounds = ticks.tickBounds(posted: posted, answered: answered) {
                 // The loop said when its stalled tick began and ended: better than the ping's view.
                 if let start = bounds.start { m.detector.correctStart(to: start) }
                 endedAt = bounds.end
@@ -39,7 +39,7 @@ extension WatchdogEngine {
         }
         let observation = m.detector.evaluate(busySince: busySince, now: now, previousRoundAt: previousRound,
                                               stoppedFor: stoppedFor, endedAt: endedAt,
-                                              lastEnded: m.ownsBusyRecord ? m.source.lastEndedPeriod : nil)
+                                              lastEnded: m.ownsBusyRecord ? m.lastEndedPeriod : nil)
         if let busySince, let pinged = m.pinged {
             m.detector.refineStart(ofPeriodSince: busySince,
                                    to: pinged.estimatedStart(posted: busySince, pingPeriod: schedule.pingPeriod))
@@ -258,7 +258,7 @@ extension WatchdogEngine {
         if let seenLate {
             // A heartbeat's period ends unseen when the watchdog ran late; a tick's when a look
             // saw the loop busy only well after it began (a resting loop's wake went unseen).
-            let why = m.source.reportsTicks ? "the loop's tick told its bounds" : "the watchdog ran late"
+            let why = m.reportsTicks ? "the loop's tick told its bounds" : "the watchdog ran late"
             cause.evidence += "; seen only after it ended, \(seenLate) past its threshold: \(why)"
         } else if sampleCount == 0, thread != nil {
             m.noStackReason = captureFailure ?? "no sample"

@@ -7,7 +7,7 @@ extension WatchdogEngine {
     /// when it was reported, else its newest sample and the cause read so far. Longest first.
     /// Read from the watchdog's own state: nothing here waits for the pool it describes.
     func poolJobStacks(for pinged: PingedLoopWatcher) -> [PoolJobStack]? {
-        guard pinged.probe.watchesCooperativePool, let poolWatcher else { return nil }
+        guard pinged.watchesCooperativePool, let poolWatcher else { return nil }
         let workerName = pinged.knownPoolWorkerName
         var jobs: [(since: MonotonicInstant, job: PoolJobStack)] = []
         for worker in poolWatcher.workersInJobs where workerName.map({ $0 == worker.name }) ?? true {

@@ -111,6 +111,9 @@ final class WatchdogEngine {
 
     /// Called with each stall's final report, after it went to the writer (the profile exporter).
     var onFinalReport: ((StallReport) -> Void)?
+    /// Called with a pinged loop's look counters when its watcher is made, and with `nil` when it
+    /// is gone: what ``Watchdog/lookCounts(of:)`` reads from other threads.
+    var onLookCounters: ((ObjectIdentifier, LookCounters?) -> Void)?
 
     init(configuration: WatchdogConfiguration, sampler: StackSampler, writer: ReportWriter?, logger: Logger,
          metrics: WatchdogMetrics?, emit: @escaping (WatchdogEvent) -> Void) {
@@ -172,6 +175,7 @@ final class WatchdogEngine {
         for (id, m) in monitors where !isWanted(id) {
             cutShort(m, now: MonotonicClock.now())
             monitors[id] = nil
+            if m.pinged != nil { onLookCounters?(id, nil) }
         }
         func add(_ s: LoopSource) {
             guard monitors[s.identity] == nil else { return }
@@ -181,13 +185,11 @@ final class WatchdogEngine {
                 monitor.ownsBusyRecord = false
             }
             monitors[s.identity] = monitor
+            if let pinged = monitor.pinged { onLookCounters?(s.identity, pinged.counters) }
         }
         for s in userSources { add(s) }
         for probe in poolProbes { add(.heartbeat(probe)) }
-        poolIsLookedAt = poolWatcher != nil && userSources.contains {
-            if case .ping(let p) = $0 { return p.watchesCooperativePool }
-            return false
-        }
+        poolIsLookedAt = poolWatcher != nil && monitors.values.contains { $0.pinged?.watchesCooperativePool == true }
     }
 
     /// Whether a cooperative pool's ping is replaced by looks at its workers (see
@@ -356,7 +358,7 @@ final class WatchdogEngine {
 
     /// A pinged loop after its step: free at rest, or its next ping or look when one is due.
     private func postPing(_ p: PingedLoopWatcher, now: MonotonicInstant, settled: Bool, pingDue: Bool, summary: inout LoopRoundSummary) {
-        if p.probe.watchesCooperativePool && poolIsFree {
+        if p.watchesCooperativePool && poolIsFree {
             // Every worker waits for work and the pool was given none: free, with no
             // ping and no look due until an enqueue ends the rest.
             p.freeAtRest()
@@ -367,9 +369,9 @@ final class WatchdogEngine {
             summary.anyPing = true
             // The pool's own ping stops while the pool rests: only other loops' keep the
             // rounds going.
-            if !p.probe.watchesCooperativePool { summary.anyOtherPing = true }
+            if !p.watchesCooperativePool { summary.anyOtherPing = true }
             if pingDue && settled {
-                if p.probe.watchesCooperativePool, let poolWatcher, poolWatcher.lastScan == now {
+                if p.watchesCooperativePool, let poolWatcher, poolWatcher.lastScan == now {
                     p.lookAtPool(poolWatcher)
                     loopRest.loopAwake()
                 } else {
@@ -464,7 +466,10 @@ final class WatchdogEngine {
             sw_pool_wake_uninstall()
         }
         let now = MonotonicClock.now()
-        for m in monitors.values { cutShort(m, now: now) }
+        for (id, m) in monitors {
+            cutShort(m, now: now)
+            if m.pinged != nil { onLookCounters?(id, nil) }
+        }
         monitors.removeAll()
     }
 
