@@ -21,6 +21,9 @@ extern "C" {
 /// while at least one watchdog asked for them. Until then an enqueue costs one relaxed load more.
 void sw_job_stamps_enable(int on);
 
+/// How many watchdogs ask for stamps now (0: an enqueue writes none).
+int sw_job_stamps_enabled(void);
+
 /// When `job` was last queued on the global executor (CLOCK_MONOTONIC_COARSE, ns: about one
 /// scheduler tick behind CLOCK_MONOTONIC, 6 ns to read against 28 ns for CLOCK_MONOTONIC), or 0 when its entry was overwritten by another job's
 /// (the table keeps the newest job per slot) or stamping was off then.

@@ -48,6 +48,8 @@ void sw_job_stamps_enable(int on) {
     atomic_fetch_add_explicit(&g_enabled, on ? 1 : -1, memory_order_relaxed);
 }
 
+int sw_job_stamps_enabled(void) { return atomic_load_explicit(&g_enabled, memory_order_relaxed); }
+
 uint64_t sw_job_stamp_of(uint64_t job) {
     if (job == 0) return 0;
     stamp_slot_t *slot = &g_slots[slot_of(job)];

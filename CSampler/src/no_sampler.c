@@ -199,6 +199,7 @@ void sw_blocked_tag_stats(uint64_t *reads, uint64_t *tagged, uint64_t *discarded
 void sw_sampler_stats(sw_sampler_stats_t *out) { memset(out, 0, sizeof *out); }
 // ---- enqueue stamps and running tasks: nothing to read ----
 void sw_job_stamps_enable(int on) { (void)on; }
+int sw_job_stamps_enabled(void) { return 0; }
 uint64_t sw_job_stamp_of(uint64_t job) {
     (void)job;
     return 0;

@@ -122,14 +122,19 @@ struct JobStampsTests {
         #expect(sw_job_stamp_of(task.withLock { $0 } ^ 0x10) == 0)
     }
 
-    @Test("nothing is stamped while no watchdog asked for stamps")
-    func offByDefault() async throws {
-        #expect(sw_pool_wake_install() == 0)
-        defer { sw_pool_wake_uninstall() }
-        let queuedAt = Self.monotonicNanoseconds()
-        let stamp = await Task.detached { sw_job_stamp_of(sw_test_current_task()) }.value
-        // A task may reuse the address of one stamped earlier: its entry is older than this one.
-        #expect(stamp == 0 || stamp + 10_000_000 < queuedAt, "stamped at \(stamp), queued at \(queuedAt)")
+    @Test("a watchdog asks for stamps while it runs, and no longer once stopped")
+    func stampsStopWithTheWatchdog() async throws {
+        let before = sw_job_stamps_enabled()
+        let watchdog = try Watchdog(configuration: WatchdogConfiguration(threshold: .milliseconds(300)), metrics: nil) { _ in }
+        try watchdog.start()
+        // Its engine is made on its own thread.
+        for _ in 0..<200 where sw_job_stamps_enabled() == before { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(sw_job_stamps_enabled() == before + 1)
+        watchdog.stop()
+        #expect(sw_job_stamps_enabled() == before)
+        // Stopping twice gives nothing back twice.
+        watchdog.stop()
+        #expect(sw_job_stamps_enabled() == before)
     }
 }
 
