@@ -81,7 +81,10 @@ SW_RAW_STACK_READER static inline void SW_ASYNC_CHAIN_NAME(uint64_t ctx, const s
         ohi = hint->code_hi;
     }
     SW_ASYNC_PREFETCH(ctx);
-    uint64_t parents[SW_ASYNC_HINT_CONTEXTS];
+    // The parents go straight into the hint: gathered apart and copied after the loop, they cost a
+    // call to memcpy (clang's idiom) and its cold lines in every sample. A parent is written only
+    // after its link was read, when the update below, with the count, is due as well.
+    uint64_t *parents = hint != NULL && mem->root_gen != 0 ? hint->parents : NULL;
     uint32_t parent_count = 0;
     uint8_t end = SW_ASYNC_WHOLE;
     for (uint32_t k = 0; ctx != 0; k++) {
@@ -102,7 +105,7 @@ SW_RAW_STACK_READER static inline void SW_ASYNC_CHAIN_NAME(uint64_t ctx, const s
         }
         out[n++] = resume + 1;
         ctx = w[0];
-        if (ctx != 0 && parent_count < SW_ASYNC_HINT_CONTEXTS) parents[parent_count++] = ctx;
+        if (ctx != 0 && parents != NULL && parent_count < SW_ASYNC_HINT_CONTEXTS) parents[parent_count++] = ctx;
     }
     if (hint != NULL && mem->root_gen != 0 && hhi > hlo) {
         hint->gen = mem->root_gen;
@@ -110,7 +113,6 @@ SW_RAW_STACK_READER static inline void SW_ASYNC_CHAIN_NAME(uint64_t ctx, const s
         hint->hi = hhi;
         hint->code_lo = olo;
         hint->code_hi = ohi;
-        for (uint32_t i = 0; i < parent_count; i++) hint->parents[i] = parents[i];
         hint->parent_count = parent_count;
     }
     if (end == SW_ASYNC_BAD_RESUME && n == at) {

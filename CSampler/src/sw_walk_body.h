@@ -1,8 +1,8 @@
 // The body of the hybrid walk (unwind_walk.c), compiled twice: included with SW_WALK_NAME,
-// SW_WALK_FIND_ROW, SW_WALK_ASYNC_CHAIN and SW_WALK_GUARDED defined. The handler's version reads
-// unwind tables and async contexts in place and makes no system call; the guarded one (off the
-// sampled thread) reads them through fault-safe
-// copies and honours the walk's deadline. Two functions, not a flag, so that the handler's call
+// SW_WALK_FIND_ROW, SW_WALK_ASYNC_CHAIN, SW_WALK_RECORD_RUN and SW_WALK_GUARDED defined. The
+// handler's version reads unwind tables and async contexts in place and makes no system call; the
+// guarded one (off the sampled thread) reads them through fault-safe copies and honours the walk's
+// deadline. Two functions, not a flag, so that the handler's call
 // graph, which scripts/check-handler-safety.py reads from the objects, holds no system call.
 // No include guard on purpose.
 SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_mem_t *mem, int outer, uint64_t *out,
@@ -32,7 +32,7 @@ SW_RAW_STACK_READER int SW_WALK_NAME(const sw_walk_regs_t *regs, const sw_walk_m
     }
     for (;;) {
         if (outer && fp_known && mod_keeps == 1) {
-            uint32_t k = record_run(mem, mod_lo, mod_hi, out, &n, cap, &pc, &sp, &fp, &fp_known, async_ra);
+            uint32_t k = SW_WALK_RECORD_RUN(mem, mod_lo, mod_hi, out, &n, cap, &pc, &sp, &fp, &fp_known, async_ra, res);
             res->fp_frames += k;
             if (k != 0) {
                 lr_known = 0;
