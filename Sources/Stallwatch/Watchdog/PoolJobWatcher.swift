@@ -390,6 +390,14 @@ final class PoolJobWatcher {
         }
     }
 
+    /// Finds `thread`'s thread pointer from its stack pointer while blocked, once stamps are
+    /// readable (a few tries at most: each failure reads the process's memory map again).
+    private func learnThreadPointer(_ thread: PoolThread, tid: ThreadID, blockedAt sp: UInt64) {
+        guard stampsReadable, thread.threadPointer == 0, thread.threadPointerTries < 3 else { return }
+        thread.threadPointer = sw_thread_pointer_from_stack(tid.rawValue, sp)
+        if thread.threadPointer == 0 { thread.threadPointerTries += 1 }
+    }
+
     /// Drops what earlier scans concluded of `thread`: a job its stamps told came in between, so
     /// they no longer bound the next job's start (a job first seen by a scan now is dated from then).
     private func forgetScanConclusions(_ thread: PoolThread) {
@@ -454,10 +462,7 @@ final class PoolJobWatcher {
         var onCPU = false
         let job: PoolJob??  // nil: no new evidence, keep the previous conclusion
         if call.nr >= 0, let wait = thread.idleWaits.firstIndex(where: { Self.sameWait($0, call) }) {
-            if stampsReadable, thread.threadPointer == 0, thread.threadPointerTries < 3 {
-                thread.threadPointer = sw_thread_pointer_from_stack(tid.rawValue, call.sp)
-                if thread.threadPointer == 0 { thread.threadPointerTries += 1 }
-            }
+            learnThreadPointer(thread, tid: tid, blockedAt: call.sp)
             thread.blockedAt = nil
             thread.cpu = nil
             thread.idleForWork = thread.waitsForWork[wait]
@@ -467,10 +472,7 @@ final class PoolJobWatcher {
             if clockRead { thread.idleCPU = cpuNow }
         } else if call.nr >= 0 {
             if clockRead { thread.blockedCPU = cpuNow }
-            if stampsReadable, thread.threadPointer == 0, thread.threadPointerTries < 3 {
-                thread.threadPointer = sw_thread_pointer_from_stack(tid.rawValue, call.sp)
-                if thread.threadPointer == 0 { thread.threadPointerTries += 1 }
-            }
+            learnThreadPointer(thread, tid: tid, blockedAt: call.sp)
             if let before = thread.blockedAt, Self.sameWait(before.call, call), before.timeslices == slices {
                 job = nil // it has not run since: the same wait in the same job (or the same idle wait)
                 thread.idleForWork = wasIdleForWork
@@ -716,8 +718,8 @@ package enum PoolScanCost {
         package var procReads: UInt64
         /// Pool-thread CPU clock reads.
         package var cpuClockReads: UInt64
-        /// Jobs dated by their enqueue stamp (``PoolJobStamps``), and task runs found whose
-        /// stamp did not date them (left to the scans).
+        /// Jobs dated by their enqueue stamp (``PoolJobStamps``), and looks that found a task whose
+        /// stamp did not date its run (left to the scans; one such run is counted at every look).
         package var stampedJobs: UInt64 = 0
         package var unstampedJobs: UInt64 = 0
     }
