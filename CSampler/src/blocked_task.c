@@ -397,19 +397,24 @@ out:
     return sw_task_slot_state(NULL);
 }
 
-int sw_task_slot_state(const char **why) {
+// The state of what is learned in two parts, the thread layout and `part` (whose failure `part_why`
+// names): 1 when both are known, -1 when either failed, else 0.
+static int learned_state(_Atomic int *part, const char *const *part_why, const char **why) {
     int t = atomic_load_explicit(&g_thread_state, memory_order_acquire);
-    int k = atomic_load_explicit(&g_slot_state, memory_order_acquire);
+    int k = atomic_load_explicit(part, memory_order_acquire);
     if (t < 0 || k < 0) {
+        // The lock only for the reason: the watchdog's reads ask for the state alone.
         if (why != NULL) {
             pthread_mutex_lock(&g_learn_lock);
-            *why = k < 0 ? g_slot_why : g_why;
+            *why = k < 0 ? *part_why : g_why;
             pthread_mutex_unlock(&g_learn_lock);
         }
         return -1;
     }
     return t == 1 && k == 1 ? 1 : 0;
 }
+
+int sw_task_slot_state(const char **why) { return learned_state(&g_slot_state, &g_slot_why, why); }
 
 // Whether the descriptor at `tp` names `tid` (a thread that exited may leave its stack to another).
 static int names_thread(uint64_t tp, int32_t tid) {
@@ -437,20 +442,7 @@ int sw_thread_running_task(int32_t tid, uint64_t tp, uint64_t *task) {
     return 1;
 }
 
-int sw_blocked_tag_state(const char **why) {
-    int t = atomic_load_explicit(&g_thread_state, memory_order_acquire);
-    int k = atomic_load_explicit(&g_task_state, memory_order_acquire);
-    if (t < 0 || k < 0) {
-        // The lock only for the reason: the watchdog's reads ask for the state alone.
-        if (why != NULL) {
-            pthread_mutex_lock(&g_learn_lock);
-            *why = g_why;
-            pthread_mutex_unlock(&g_learn_lock);
-        }
-        return -1;
-    }
-    return t == 1 && k == 1 ? 1 : 0;
-}
+int sw_blocked_tag_state(const char **why) { return learned_state(&g_task_state, &g_why, why); }
 
 static int same_call(const sw_thread_syscall_t *a, const sw_thread_syscall_t *b) {
     return a->nr == b->nr && a->sp == b->sp && a->pc == b->pc && memcmp(a->args, b->args, sizeof a->args) == 0;
@@ -481,8 +473,7 @@ uint64_t sw_blocked_request_tag(int32_t tid, const sw_thread_syscall_t *sc) {
     uint64_t lo, hi;
     if (!sw_maps_find(sc->sp, SW_MAP_READ | SW_MAP_WRITE, &lo, &hi)) return 0;
     uint64_t tp = hi - (uint64_t)g_stack_delta;
-    int32_t seen_tid = 0;
-    if (sw_read_own(&seen_tid, tp + (uint64_t)g_tid_off, 4) != 4 || seen_tid != tid) return 0;
+    if (!names_thread(tp, tid)) return 0;
     uint64_t tag = task_tag(tp, (uint64_t)(uintptr_t)key);
     if (tag == 0) return 0;
     // Still the same wait, and not scheduled since the first read: the task read is the one that
@@ -490,7 +481,7 @@ uint64_t sw_blocked_request_tag(int32_t tid, const sw_thread_syscall_t *sc) {
     sw_thread_syscall_t now;
     if (sw_thread_syscall(tid, &now) != 0 || !same_call(sc, &now) ||
         sw_thread_schedstat(tid, &run1, &wait1, &slices1) != 0 || slices1 != slices0 ||
-        sw_read_own(&seen_tid, tp + (uint64_t)g_tid_off, 4) != 4 || seen_tid != tid) {
+        !names_thread(tp, tid)) {
         atomic_fetch_add_explicit(&g_discarded, 1, memory_order_relaxed);
         return 0;
     }
